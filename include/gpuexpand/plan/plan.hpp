@@ -1,0 +1,84 @@
+#pragma once
+// The plan: per node, per phase, what would change and why. Made by a
+// pure function of (node spec, playbooks, facts): no I/O at all, so CI can
+// plan against recorded facts and `apply` decides with the same code.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuexpand/playbook/playbook.hpp"
+#include "gpuexpand/spec/cluster_spec.hpp"
+
+namespace gpuexpand {
+
+enum class ChangeAction {
+  Create,   // '+': something that does not exist yet
+  Update,   // '~': exists, differs
+  Remove,   // '-': exists, must go
+  Unknown,  // '?': the facts do not say; the node decides at apply time
+};
+char action_marker(ChangeAction action);
+std::string action_name(ChangeAction action);
+std::optional<ChangeAction> parse_action(const std::string& name);
+
+struct PlannedChange {
+  std::string step;    // step id, with [label] for for_each steps: "mount[shared]"
+  std::string type;    // builtin step type
+  ChangeAction action = ChangeAction::Update;
+  std::string target;  // what changes: "/etc/chrony/chrony.conf", "package chrony"
+  std::string reason;  // why: "535.129.03 installed, 550.90.07 wanted"
+};
+
+struct PhasePlan {
+  std::string phase;
+  std::vector<PlannedChange> changes;  // empty: the phase is converged
+};
+
+enum class NodeStatus { Changes, Unchanged, Unreachable, Error };
+std::string status_name(NodeStatus status);
+
+struct NodePlan {
+  std::string node;
+  std::string address;
+  NodeStatus status = NodeStatus::Unchanged;
+  std::string message;       // why unreachable, or the planning error
+  std::string facts_sha256;  // apply refuses a saved plan when facts moved
+  std::vector<PhasePlan> phases;  // only phases with changes
+  size_t change_count() const;
+};
+
+struct PlanSummary {
+  size_t nodes = 0, to_change = 0, unchanged = 0, unreachable = 0, errors = 0, changes = 0;
+};
+
+struct Plan {
+  static constexpr int kFormatVersion = 1;
+  std::string cluster;
+  std::string spec_file;
+  std::string spec_sha256;
+  std::string playbooks_sha256;
+  std::string created_at;  // RFC 3339, UTC
+  std::vector<NodePlan> nodes;
+  PlanSummary summary() const;
+  bool has_changes() const;
+};
+
+// Node name -> facts document (facts.schema.json). A node missing from the
+// map, or whose document has "unreachable", is planned as unreachable.
+using FactsByNode = std::map<std::string, nlohmann::json>;
+
+// Plans one node. Template or condition errors make the node an Error
+// with the playbook location in its message; other nodes are unaffected.
+NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                   const nlohmann::json* facts);
+
+Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
+               const FactsByNode& facts, const std::string& created_at);
+
+// The versioned plan document (schemas/plan.schema.json).
+nlohmann::json plan_to_json(const Plan& plan);
+
+}  // namespace gpuexpand

@@ -1,0 +1,23 @@
+#pragma once
+// The plan as an operator reads it: grouped by node and phase, + ~ - ?
+// markers, each change with its reason, identical nodes folded into one
+// host list, and the summary line CI greps for.
+
+#include <string>
+
+#include "gpuexpand/plan/plan.hpp"
+
+namespace gpuexpand {
+
+struct PlanTextOptions {
+  bool color = false;       // ANSI colours for the markers (TTY only)
+  bool fold = true;         // fold nodes with the same plan into one host list
+  bool show_steps = false;  // -v: name the step behind each change
+};
+
+std::string render_plan_text(const Plan& plan, const PlanTextOptions& options);
+
+// "128 nodes: 96 to change, 32 unchanged, 0 unreachable"
+std::string plan_summary_line(const Plan& plan);
+
+}  // namespace gpuexpand

@@ -1,0 +1,67 @@
+#pragma once
+// Playbooks are data: one YAML file per phase under playbooks/, each an
+// ordered list of steps of builtin types. This is the model and its loader;
+// what a type does to a node lives with the planner (decide) and, later,
+// the executor (apply, verify, undo).
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gpuexpand/spec/json_schema.hpp"
+#include "gpuexpand/util/diagnostic.hpp"
+
+namespace gpuexpand {
+
+// The fixed order of phases (ARCHITECTURE.md): a playbook's `order` must
+// match its phase's place here.
+const std::vector<std::string>& phase_order();
+
+struct Step {
+  std::string id;
+  std::string type;
+  std::string description;
+  std::string when;      // condition; empty = always
+  std::string for_each;  // path of a list; empty = once
+  std::string label;     // template naming each for_each element in plans
+  nlohmann::json params = nlohmann::json::object();  // type-specific, may hold {{ }} templates
+  std::vector<std::string> restart_on;
+  std::vector<std::string> reboot_on;
+  SourceLocation where;
+};
+
+struct Phase {
+  std::string name;
+  int order = 0;
+  std::string description;
+  std::string when;
+  std::vector<Step> steps;
+  std::string file;
+};
+
+struct PlaybookSet {
+  std::vector<Phase> phases;  // in phase_order()
+  std::string digest;         // sha256 over all playbook texts: plans record it
+};
+
+// Which parameters each builtin type takes; the loader enforces it.
+struct StepTypeInfo {
+  std::string_view name;
+  std::vector<std::string_view> required;
+  std::vector<std::string_view> optional;
+};
+const StepTypeInfo* find_step_type(std::string_view name);
+const std::vector<StepTypeInfo>& step_types();
+
+// Loads and checks one playbook text (schema, parameters per type, unique
+// ids, `when` syntax, template syntax, references in restart_on/reboot_on).
+std::optional<Phase> load_playbook_text(const std::string& text, const std::string& file,
+                                        const JsonSchema& schema, std::vector<Diagnostic>& diagnostics);
+
+// Loads every playbooks/*.yaml (embedded, or from data_dir when set).
+// Diagnostics name the playbook file, line and column.
+std::optional<PlaybookSet> load_playbooks(const std::string& data_dir, const JsonSchema& schema,
+                                          std::vector<Diagnostic>& diagnostics);
+
+}  // namespace gpuexpand

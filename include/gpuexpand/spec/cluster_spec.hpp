@@ -1,0 +1,76 @@
+#pragma once
+// The validated, expanded cluster spec: what the rest of the program uses.
+// Node settings stay JSON (validated by the schema, consumed by templates
+// and the planner as variables); SSH and rollout settings are typed
+// because the engine itself acts on them.
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuexpand/util/diagnostic.hpp"
+
+namespace gpuexpand {
+
+struct SshSettings {
+  std::string user = "root";
+  int port = 22;
+  std::string identity_file;   // empty: ssh-agent / ~/.ssh defaults
+  std::string passphrase_env;  // name of the variable holding the key's passphrase
+  std::string known_hosts = "~/.ssh/known_hosts";
+  std::string become = "none";  // "none" or "sudo"
+  int connect_timeout_s = 10;
+  int command_timeout_s = 900;
+  int keepalive_interval_s = 15;
+  std::string bastion;  // [user@]host[:port]
+  int parallel = 256;
+  std::string config_file;  // ~/.ssh/config style file, optional
+};
+
+// "10" nodes or "10%" of the selection.
+struct CountOrPercent {
+  long value = 0;
+  bool percent = false;
+  // Resolves against a selection size; a percentage rounds up so that
+  // "10%" of 5 nodes is 1, never 0.
+  size_t resolve(size_t total) const;
+  std::string to_string() const;
+};
+
+struct RolloutSettings {
+  std::optional<CountOrPercent> batch;     // unset: all selected nodes at once
+  std::optional<CountOrPercent> max_fail;  // unset: never stop early
+};
+
+struct NodeSpec {
+  std::string name;
+  std::string address;  // what SSH connects to (the name itself when unset)
+  std::string rack;     // empty when the entry names none
+  std::vector<std::string> groups;
+  // Effective settings after merging defaults -> rack -> groups -> entry.
+  // Shared by every node of one spec entry: they are identical.
+  std::shared_ptr<const nlohmann::json> settings;
+  size_t entry_index = 0;  // index into the spec's `nodes` list
+  SourceLocation where;    // the entry that declared this node
+};
+
+struct ClusterSpec {
+  std::string file;
+  std::string api_version;
+  std::string cluster_name;
+  SshSettings ssh;
+  RolloutSettings rollout;
+  std::vector<NodeSpec> nodes;
+  nlohmann::json document;  // the whole spec as JSON, for `plan` and the state store
+};
+
+// Parses "10" / 10 / "10%"; std::nullopt when malformed.
+std::optional<CountOrPercent> parse_count_or_percent(const nlohmann::json& value);
+
+// Template variables for one node: node.{name,address,rack,groups},
+// cluster.name and every settings section at top level (os, gpu, …).
+nlohmann::json node_variables(const ClusterSpec& spec, const NodeSpec& node);
+
+}  // namespace gpuexpand

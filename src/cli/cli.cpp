@@ -1,0 +1,85 @@
+#include "gpuexpand/cli/cli.hpp"
+
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "gpuexpand/cli/exit_codes.hpp"
+
+namespace gpuexpand {
+namespace {
+
+// Logs go to stderr (warnings by default, -v info, -vv debug); --log-file
+// adds a file that always gets debug detail, for the post-mortem.
+void configure_logging(const cli::GlobalOptions& options) {
+  auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  console->set_level(options.verbosity >= 2   ? spdlog::level::debug
+                     : options.verbosity == 1 ? spdlog::level::info
+                                              : spdlog::level::warn);
+  std::vector<spdlog::sink_ptr> sinks{console};
+  if (!options.log_file.empty()) {
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.log_file);
+    file->set_level(spdlog::level::debug);
+    sinks.push_back(file);
+  }
+  auto logger = std::make_shared<spdlog::logger>("gpuexpand", sinks.begin(), sinks.end());
+  logger->set_level(spdlog::level::debug);
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  try {
+    CLI::App app{"gpuexpand: add GPU nodes to a running training cluster, safely and repeatably"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("gpuexpand ") + GPUEXPAND_VERSION);
+    cli::GlobalOptions options;
+    app.add_flag("-v,--verbose", options.verbosity, "More detail (-vv for debug)");
+    app.add_option("--log-file", options.log_file, "Also write a debug log to this file");
+    app.add_option("--data-dir", options.data_dir,
+                   "Read schemas/ and playbooks/ from this directory instead of the built-in copies")
+        ->envname("GPUEXPAND_DATA_DIR")
+        ->check(CLI::ExistingDirectory);
+    app.add_flag("--no-color", options.no_color, "Plain output even on a terminal (also NO_COLOR)");
+    app.footer(
+        "Exit codes: 0 success, nothing pending; 1 error; 2 plan --detailed-exitcode found changes;\n"
+        "            3 apply finished but some nodes failed (rolled back); 4 another run holds the lock.\n"
+        "Run 'gpuexpand COMMAND --help' for a command's options and examples.");
+
+    cli::Action action;
+    cli::add_validate_command(app, action);
+    cli::add_inventory_command(app, action);
+    cli::add_plan_command(app, action);
+    cli::add_unimplemented_commands(app, action);
+
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      // --help and --version are "errors" with exit code 0 in CLI11.
+      const int code = app.exit(e);
+      return code == 0 ? kExitOk : kExitError;
+    }
+
+    configure_logging(options);
+    cli::Context context(options);
+    try {
+      return action ? action(context) : kExitError;
+    } catch (const cli::CommandFailed& failed) {
+      if (!failed.message.empty()) std::cerr << "gpuexpand: " << failed.message << "\n";
+      return failed.exit_code;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "gpuexpand: internal error: " << e.what() << "\n";
+    return kExitError;
+  } catch (...) {
+    std::cerr << "gpuexpand: internal error\n";
+    return kExitError;
+  }
+}
+
+}  // namespace gpuexpand

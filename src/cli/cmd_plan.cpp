@@ -1,0 +1,75 @@
+#include <iostream>
+
+#include "commands.hpp"
+#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/plan/plan_text.hpp"
+
+namespace gpuexpand::cli {
+namespace {
+
+struct PlanOptions {
+  std::string spec;
+  std::string facts_file;
+  std::vector<std::string> limits;
+  std::string output = "text";
+  std::string out_file;
+  bool detailed_exitcode = false;
+  bool no_fold = false;
+};
+
+int run_plan(Context& context, const PlanOptions& options) {
+  ClusterSpec spec = context.load_spec(options.spec);
+  if (options.facts_file.empty()) {
+    throw CommandFailed{kExitError,
+                        "plan: gathering live facts over SSH is not implemented yet; "
+                        "plan against recorded facts with --facts FILE"};
+  }
+  auto selected = select_nodes(spec, options.limits);
+  if (!selected) throw CommandFailed{kExitError, selected.error().message};
+  auto facts = load_facts_file(options.facts_file, context.schema("facts-file"), context.schema("facts"));
+  if (!facts) throw CommandFailed{kExitError, facts.error().message};
+  const PlaybookSet& playbooks = context.playbooks();
+
+  Plan plan = make_plan(spec, selected.value(), playbooks, facts.value(), utc_now_rfc3339());
+  const nlohmann::json document = plan_to_json(plan);
+  if (!options.out_file.empty()) write_file_atomically(options.out_file, document.dump(2) + "\n");
+
+  if (options.output == "json") {
+    std::cout << document.dump(2) << "\n";
+  } else {
+    PlanTextOptions text;
+    text.color = context.use_color();
+    text.fold = !options.no_fold;
+    text.show_steps = context.options().verbosity > 0;
+    std::cout << render_plan_text(plan, text);
+    if (!options.out_file.empty()) std::cout << "Saved the plan to " << options.out_file << "\n";
+  }
+
+  const PlanSummary summary = plan.summary();
+  if (summary.errors > 0) return kExitError;
+  if (options.detailed_exitcode && plan.has_changes()) return kExitChanges;
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "Show, per node and phase, what apply would change and why");
+  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--facts", options->facts_file, "Plan against recorded facts (JSON) instead of live nodes")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
+  cmd->add_flag("--detailed-exitcode", options->detailed_exitcode, "Exit 0: no changes, 2: changes pending, 1: error");
+  cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
+  cmd->footer("Examples:\n  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
+              "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n\n"
+              "Markers: + create  ~ update  - remove  ? decided on the node (the facts do not say)");
+  cmd->callback([&action, options] { action = [options](Context& c) { return run_plan(c, *options); }; });
+}
+
+}  // namespace gpuexpand::cli

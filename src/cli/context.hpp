@@ -1,0 +1,59 @@
+#pragma once
+// What every command shares: global options, the schemas, loading a spec
+// with its errors printed the same way everywhere.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpuexpand/playbook/playbook.hpp"
+#include "gpuexpand/spec/cluster_spec.hpp"
+#include "gpuexpand/spec/json_schema.hpp"
+
+namespace gpuexpand::cli {
+
+struct GlobalOptions {
+  int verbosity = 0;
+  std::string log_file;
+  std::string data_dir;  // read schemas/ and playbooks/ from here instead of the embedded copies
+  bool no_color = false;
+};
+
+// A fatal error already explained to the operator: main prints the
+// message (if any) and exits with the code.
+struct CommandFailed {
+  int exit_code;
+  std::string message;
+};
+
+class Context {
+ public:
+  explicit Context(GlobalOptions options);
+
+  const GlobalOptions& options() const { return options_; }
+  const JsonSchema& schema(const std::string& name);  // "cluster", "facts", "facts-file", "playbook", "plan"
+
+  // Loads a spec; on errors prints every diagnostic (with the offending
+  // source line) to stderr and throws CommandFailed{1}.
+  ClusterSpec load_spec(const std::string& path);
+  const PlaybookSet& playbooks();
+
+  bool stdout_is_terminal() const;
+  bool use_color() const;
+
+ private:
+  GlobalOptions options_;
+  std::map<std::string, std::shared_ptr<const JsonSchema>> schemas_;
+  std::optional<PlaybookSet> playbooks_;
+};
+
+void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source_text);
+
+// Writes text to a file atomically (temp file + rename): a saved plan or
+// facts file is never half-written.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+std::string utc_now_rfc3339();
+
+}  // namespace gpuexpand::cli

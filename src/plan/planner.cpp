@@ -1,0 +1,184 @@
+#include <regex>
+
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/playbook/expression.hpp"
+#include "gpuexpand/playbook/template.hpp"
+#include "gpuexpand/util/digest.hpp"
+#include "step_decisions.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+// "os.ntp_servers", "network.compute_interfaces[0].name" -> the value, or
+// nullptr when any part is missing.
+const json* lookup_path(const json& vars, const std::string& path) {
+  const json* at = &vars;
+  size_t pos = 0;
+  while (pos < path.size() && at) {
+    if (path[pos] == '.') ++pos;
+    if (path[pos] == '[') {
+      size_t close = path.find(']', pos);
+      if (close == std::string::npos || !at->is_array()) return nullptr;
+      size_t index = std::stoul(path.substr(pos + 1, close - pos - 1));
+      at = index < at->size() ? &(*at)[index] : nullptr;
+      pos = close + 1;
+      continue;
+    }
+    size_t end = path.find_first_of(".[", pos);
+    if (end == std::string::npos) end = path.size();
+    const std::string key = path.substr(pos, end - pos);
+    at = at->is_object() && at->contains(key) ? &(*at)[key] : nullptr;
+    pos = end;
+  }
+  return at;
+}
+
+bool is_shell_parameter(const std::string& key) { return key == "run" || key == "check" || key == "rollback"; }
+
+// A parameter that is exactly one "{{ path }}" keeps the value's JSON type
+// (a list stays a list: `names: "{{ os.packages }}"`), as Ansible does.
+Result<json> render_value(const json& value, const json& vars, bool shell) {
+  if (value.is_string()) {
+    static const std::regex whole(R"(^\{\{\s*([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\s*\}\}$)");
+    const std::string text = value.get<std::string>();
+    std::smatch match;
+    if (!shell && std::regex_match(text, match, whole)) {
+      if (const json* found = lookup_path(vars, match[1].str()); found && !found->is_null()) return *found;
+    }
+    auto rendered = render_template(text, vars, shell ? TemplateContext::Shell : TemplateContext::Text);
+    if (!rendered) return rendered.error();
+    return json(rendered.value());
+  }
+  if (value.is_array()) {
+    json out = json::array();
+    for (const auto& element : value) {
+      auto r = render_value(element, vars, shell);
+      if (!r) return r.error();
+      out.push_back(std::move(r.value()));
+    }
+    return out;
+  }
+  return value;
+}
+
+Result<json> render_params(const json& params, const json& vars) {
+  json out = json::object();
+  for (const auto& [key, value] : params.items()) {
+    auto r = render_value(value, vars, is_shell_parameter(key));
+    if (!r) return make_error("'" + key + "': " + r.error().message);
+    out[key] = std::move(r.value());
+  }
+  return out;
+}
+
+std::string located(const Step& step, const std::string& message) {
+  return Diagnostic{step.where, "step '" + step.id + "': " + message}.to_string();
+}
+
+struct PhasePlanner {
+  const Phase& phase;
+  json& vars;
+  const json& facts;
+  PhasePlan plan{phase.name, {}};
+  std::set<std::string> changed;
+
+  Result<void> plan_step(const Step& step) {
+    if (step.for_each.empty()) return plan_instance(step, step.id);
+    const json* list = lookup_path(vars, step.for_each);
+    if (!list || list->is_null()) return {};
+    if (!list->is_array()) return make_error(located(step, "for_each '" + step.for_each + "' is not a list"));
+    for (size_t i = 0; i < list->size(); ++i) {
+      vars["item"] = (*list)[i];
+      std::string label = std::to_string(i);
+      if (!step.label.empty()) {
+        auto rendered = render_template(step.label, vars, TemplateContext::Text);
+        if (!rendered) return make_error(located(step, "label: " + rendered.error().message));
+        label = rendered.value();
+      }
+      auto r = plan_instance(step, step.id + "[" + label + "]");
+      if (!r) return r;
+    }
+    vars.erase("item");
+    return {};
+  }
+
+  Result<void> plan_instance(const Step& step, const std::string& key) {
+    if (!step.when.empty()) {
+      auto condition = evaluate_condition(step.when, vars);
+      if (!condition) return make_error(located(step, "when: " + condition.error().message));
+      if (!condition.value()) return {};
+    }
+    auto params = render_params(step.params, vars);
+    if (!params) return make_error(located(step, params.error().message));
+    StepInstance instance{&step, key, std::move(params.value())};
+    auto changes = decide_step(instance, facts, changed);
+    if (!changes.empty()) changed.insert(step.id);
+    for (auto& c : changes) plan.changes.push_back(std::move(c));
+    return {};
+  }
+};
+
+}  // namespace
+
+NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                   const json* facts) {
+  NodePlan result;
+  result.node = node.name;
+  result.address = node.address;
+  if (!facts) {
+    result.status = NodeStatus::Unreachable;
+    result.message = "no facts for this node";
+    return result;
+  }
+  if (facts->contains("unreachable")) {
+    result.status = NodeStatus::Unreachable;
+    result.message = (*facts)["unreachable"].get<std::string>();
+    return result;
+  }
+  result.facts_sha256 = sha256_hex(facts->dump());
+  json vars = node_variables(spec, node);
+  vars["facts"] = *facts;
+  for (const auto& phase : playbooks.phases) {
+    if (!phase.when.empty()) {
+      auto condition = evaluate_condition(phase.when, vars);
+      if (!condition) {
+        result.status = NodeStatus::Error;
+        result.message = phase.file + ": phase when: " + condition.error().message;
+        return result;
+      }
+      if (!condition.value()) continue;
+    }
+    PhasePlanner planner{phase, vars, *facts, {phase.name, {}}, {}};
+    for (const auto& step : phase.steps) {
+      if (auto r = planner.plan_step(step); !r) {
+        result.status = NodeStatus::Error;
+        result.message = r.error().message;
+        result.phases.clear();
+        return result;
+      }
+    }
+    if (!planner.plan.changes.empty()) result.phases.push_back(std::move(planner.plan));
+  }
+  result.status = result.phases.empty() ? NodeStatus::Unchanged : NodeStatus::Changes;
+  return result;
+}
+
+Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
+               const FactsByNode& facts, const std::string& created_at) {
+  Plan plan;
+  plan.cluster = spec.cluster_name;
+  plan.spec_file = spec.file;
+  plan.spec_sha256 = sha256_hex(spec.document.dump());
+  plan.playbooks_sha256 = playbooks.digest;
+  plan.created_at = created_at;
+  plan.nodes.reserve(nodes.size());
+  for (const NodeSpec* node : nodes) {
+    auto it = facts.find(node->name);
+    plan.nodes.push_back(plan_node(spec, *node, playbooks, it == facts.end() ? nullptr : &it->second));
+  }
+  return plan;
+}
+
+}  // namespace gpuexpand

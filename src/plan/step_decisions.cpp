@@ -1,0 +1,395 @@
+#include "step_decisions.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "gpuexpand/util/digest.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+const json* find(const json& object, const std::string& key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string str(const json& params, const char* key, const std::string& fallback = "") {
+  const json* v = find(params, key);
+  if (!v || v->is_null()) return fallback;
+  return v->is_string() ? v->get<std::string>() : v->dump();
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+std::vector<std::string> string_list(const json& value) {
+  std::vector<std::string> out;
+  if (value.is_string()) {
+    out.push_back(value.get<std::string>());
+  } else if (value.is_array()) {
+    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// Sysctl values compare by their whitespace-separated fields:
+// "4096 87380 6291456" equals the kernel's "4096\t87380\t6291456".
+std::string normalize_sysctl(const std::string& value) {
+  std::istringstream in(value);
+  std::string out, field;
+  while (in >> field) out += (out.empty() ? "" : " ") + field;
+  return out;
+}
+
+std::string normalize_mode(const std::string& mode) {
+  std::string m = mode;
+  while (m.size() > 3 && m.front() == '0') m.erase(0, 1);
+  return m;
+}
+
+struct Decider {
+  const StepInstance& instance;
+  const json& facts;
+  const std::set<std::string>& changed;
+  std::vector<PlannedChange> out;
+
+  void add(ChangeAction action, const std::string& target, const std::string& reason) {
+    out.push_back({instance.key, instance.step->type, action, target, reason});
+  }
+  const json& params() const { return instance.params; }
+
+  // A fact section the probe did not return: we cannot know, so we say so.
+  bool unknown(const char* section, const std::string& target) {
+    if (find(facts, section)) return false;
+    add(ChangeAction::Unknown, target, std::string("no '") + section + "' in the facts; decided on the node");
+    return true;
+  }
+
+  void hostname() {
+    const std::string wanted = str(params(), "name");
+    if (unknown("hostname", "hostname")) return;
+    const std::string current = facts["hostname"].get<std::string>();
+    if (current != wanted) add(ChangeAction::Update, "hostname", "is " + quoted(current) + ", wanted " + quoted(wanted));
+  }
+
+  void timezone() {
+    const std::string wanted = str(params(), "zone");
+    if (unknown("timezone", "timezone")) return;
+    const std::string current = facts["timezone"].get<std::string>();
+    if (current != wanted) add(ChangeAction::Update, "timezone", "is " + quoted(current) + ", wanted " + quoted(wanted));
+  }
+
+  const json* file_facts(const std::string& path) {
+    const json* files = find(facts, "files");
+    const json* f = files ? find(*files, path) : nullptr;
+    if (!f) add(ChangeAction::Unknown, path, "not in the facts; decided on the node");
+    return f;
+  }
+
+  void ownership(const json& f, const std::string& path) {
+    const std::string mode = str(params(), "mode");
+    if (!mode.empty() && find(f, "mode") && normalize_mode(str(f, "mode")) != normalize_mode(mode)) {
+      add(ChangeAction::Update, path, "mode " + str(f, "mode") + ", wanted " + mode);
+    }
+    for (const char* key : {"owner", "group"}) {
+      const std::string wanted = str(params(), key);
+      if (!wanted.empty() && find(f, key) && str(f, key) != wanted) {
+        add(ChangeAction::Update, path, std::string(key) + " " + str(f, key) + ", wanted " + wanted);
+      }
+    }
+  }
+
+  void file() {
+    const std::string path = str(params(), "path");
+    const json* f = file_facts(path);
+    if (!f) return;
+    if (!f->value("exists", false)) {
+      add(ChangeAction::Create, path, "does not exist");
+      return;
+    }
+    std::string wanted = str(params(), "content");
+    if (find(*f, "content")) {
+      const std::string current = str(*f, "content");
+      if (current != wanted) add(ChangeAction::Update, path, "content differs (" + line_change_summary(current, wanted) + ")");
+    } else if (find(*f, "sha256")) {
+      if (str(*f, "sha256") != sha256_hex(wanted)) add(ChangeAction::Update, path, "content differs");
+    } else {
+      add(ChangeAction::Unknown, path, "content not in the facts; decided on the node");
+    }
+    ownership(*f, path);
+  }
+
+  void line() {
+    const std::string path = str(params(), "path");
+    const std::string wanted = str(params(), "line");
+    const json* f = file_facts(path);
+    if (!f) return;
+    if (!f->value("exists", false)) {
+      add(ChangeAction::Create, path, "does not exist");
+      return;
+    }
+    if (!find(*f, "content")) {
+      add(ChangeAction::Unknown, path, "content not in the facts; decided on the node");
+      return;
+    }
+    const auto lines = split_lines(str(*f, "content"));
+    if (std::find(lines.begin(), lines.end(), wanted) == lines.end()) {
+      add(ChangeAction::Update, path, "line " + quoted(wanted) + " missing");
+    }
+  }
+
+  void directory() {
+    const std::string path = str(params(), "path");
+    const json* f = file_facts(path);
+    if (!f) return;
+    if (!f->value("exists", false)) {
+      add(ChangeAction::Create, path, "directory does not exist");
+      return;
+    }
+    ownership(*f, path);
+  }
+
+  void package() {
+    const std::string state = str(params(), "state", "present");
+    const std::string version = str(params(), "version");
+    const json* packages = find(facts, "packages");
+    for (std::string name : string_list(params()["names"])) {
+      std::string wanted = version;
+      if (auto eq = name.find('='); eq != std::string::npos) {
+        wanted = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      const std::string target = "package " + name;
+      const json* installed = packages ? find(*packages, name) : nullptr;
+      if (!installed) {
+        add(ChangeAction::Unknown, target, "not in the facts; decided on the node");
+        continue;
+      }
+      const bool present = installed->is_string();
+      if (state == "absent") {
+        if (present) add(ChangeAction::Remove, target, installed->get<std::string>() + " installed, wanted absent");
+        continue;
+      }
+      if (!present) {
+        add(ChangeAction::Create, target, wanted.empty() ? "not installed" : "not installed, wanted " + wanted);
+      } else if (!wanted.empty() && !package_version_matches(installed->get<std::string>(), wanted)) {
+        add(ChangeAction::Update, target, installed->get<std::string>() + " installed, " + wanted + " wanted");
+      }
+    }
+  }
+
+  bool any_changed(const std::vector<std::string>& ids) const {
+    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return changed.count(id) > 0; });
+  }
+
+  std::string changed_list(const std::vector<std::string>& ids) const {
+    std::string list;
+    for (const auto& id : ids) {
+      if (changed.count(id)) list += (list.empty() ? "" : ", ") + id;
+    }
+    return list;
+  }
+
+  void service() {
+    const std::string name = str(params(), "name");
+    const std::string target = "service " + name;
+    const json* services = find(facts, "services");
+    const json* s = services ? find(*services, name) : nullptr;
+    const bool want_enabled = params().value("enabled", true) == true;
+    const std::string want_state = str(params(), "state", "running");
+    const bool restart = any_changed(instance.step->restart_on);
+    if (!s) {
+      add(ChangeAction::Unknown, target, "not in the facts; decided on the node");
+      return;
+    }
+    if (!s->value("exists", false)) {
+      add(ChangeAction::Create, target,
+          std::string("not installed yet; will be ") + (want_enabled ? "enabled and " : "") +
+              (want_state == "running" ? "started" : "left stopped"));
+      return;
+    }
+    const bool enabled = s->value("enabled", false);
+    const bool active = s->value("active", false);
+    if (enabled != want_enabled) {
+      add(ChangeAction::Update, target, std::string(enabled ? "enabled" : "disabled") + ", wanted " +
+                                            (want_enabled ? "enabled" : "disabled"));
+    }
+    if (want_state == "running" && !active) {
+      add(ChangeAction::Update, target, "inactive, wanted running");
+    } else if (want_state == "stopped" && active) {
+      add(ChangeAction::Update, target, "running, wanted stopped");
+    } else if (restart && active && want_state == "running") {
+      add(ChangeAction::Update, target, "restart: " + changed_list(instance.step->restart_on) + " changes");
+    }
+  }
+
+  void sysctl() {
+    const json& values = params()["values"];
+    const json* live = find(facts, "sysctl");
+    if (!values.is_object()) return;
+    for (const auto& [key, value] : values.items()) {
+      const std::string wanted = value.is_string() ? value.get<std::string>() : value.dump();
+      const std::string target = "sysctl " + key;
+      const json* current = live ? find(*live, key) : nullptr;
+      if (!current) {
+        add(ChangeAction::Unknown, target, "not in the facts; decided on the node");
+      } else if (current->is_null()) {
+        add(ChangeAction::Update, target, "not known to this kernel (no /proc/sys entry)");
+      } else if (normalize_sysctl(current->get<std::string>()) != normalize_sysctl(wanted)) {
+        add(ChangeAction::Update, target, current->get<std::string>() + ", wanted " + wanted);
+      }
+    }
+  }
+
+  void kernel_module() {
+    const json* modules = find(facts, "kernel_modules");
+    for (const auto& name : string_list(params()["names"])) {
+      const std::string target = "module " + name;
+      if (!modules || !find(*modules, "loaded")) {
+        add(ChangeAction::Unknown, target, "not in the facts; decided on the node");
+        continue;
+      }
+      const auto loaded = string_list((*modules)["loaded"]);
+      // The kernel reports modules with '_' where names may use '-'.
+      std::string canonical = name;
+      std::replace(canonical.begin(), canonical.end(), '-', '_');
+      if (std::find(loaded.begin(), loaded.end(), canonical) == loaded.end()) {
+        add(ChangeAction::Update, target, "not loaded");
+      }
+    }
+  }
+
+  static std::string options_text(const json& options) {
+    if (options.is_array()) {
+      std::string text;
+      for (const auto& o : options) text += (text.empty() ? "" : ",") + (o.is_string() ? o.get<std::string>() : o.dump());
+      return text;
+    }
+    return options.is_string() ? options.get<std::string>() : "defaults";
+  }
+
+  static std::string fstab_type(const std::string& type) {
+    return type == "sshfs" ? "fuse.sshfs" : (type == "bind" ? "none" : type);
+  }
+
+  void mount() {
+    const std::string path = str(params(), "path");
+    const std::string source = str(params(), "source");
+    const std::string type = fstab_type(str(params(), "fstype"));
+    std::string options = options_text(params().value("options", json("defaults")));
+    if (str(params(), "fstype") == "bind") options = options == "defaults" ? "bind" : "bind," + options;
+    const std::string target = "mount " + path;
+    const json* fstab = find(facts, "fstab");
+    const json* mounts = find(facts, "mounts");
+    if (!fstab || !mounts) {
+      add(ChangeAction::Unknown, target, "no 'fstab' or 'mounts' in the facts; decided on the node");
+      return;
+    }
+    const json* entry = nullptr;
+    for (const auto& e : *fstab) {
+      if (str(e, "target") == path) entry = &e;
+    }
+    if (!entry) {
+      add(ChangeAction::Create, target, "no fstab entry");
+    } else {
+      if (str(*entry, "source") != source) add(ChangeAction::Update, target, "fstab source " + str(*entry, "source") + ", wanted " + source);
+      if (str(*entry, "fstype") != type) add(ChangeAction::Update, target, "fstab type " + str(*entry, "fstype") + ", wanted " + type);
+      if (str(*entry, "options", "defaults") != options) {
+        add(ChangeAction::Update, target, "fstab options " + str(*entry, "options", "defaults") + ", wanted " + options);
+      }
+    }
+    const bool mounted = std::any_of(mounts->begin(), mounts->end(), [&](const json& m) { return str(m, "target") == path; });
+    if (!mounted) add(ChangeAction::Update, target, "not mounted");
+  }
+
+  void command() {
+    const json* checks = find(facts, "checks");
+    const json* code = checks ? find(*checks, instance.key) : nullptr;
+    const std::string target = "command " + instance.key;
+    if (!code) {
+      add(ChangeAction::Unknown, target, "check not run yet; decided on the node");
+    } else if (code->get<int>() != 0) {
+      add(ChangeAction::Update, target, "check exited " + std::to_string(code->get<int>()));
+    }
+  }
+
+  void reboot() {
+    if (any_changed(instance.step->reboot_on)) {
+      add(ChangeAction::Update, "reboot", changed_list(instance.step->reboot_on) + " changes");
+    }
+  }
+
+  void decide() {
+    const std::string& type = instance.step->type;
+    if (type == "hostname") hostname();
+    else if (type == "timezone") timezone();
+    else if (type == "file") file();
+    else if (type == "line") line();
+    else if (type == "directory") directory();
+    else if (type == "package") package();
+    else if (type == "service") service();
+    else if (type == "sysctl") sysctl();
+    else if (type == "kernel_module") kernel_module();
+    else if (type == "mount") mount();
+    else if (type == "command") command();
+    else if (type == "reboot") reboot();
+  }
+};
+
+}  // namespace
+
+std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
+                                       const std::set<std::string>& changed_steps) {
+  Decider decider{instance, facts, changed_steps, {}};
+  decider.decide();
+  return std::move(decider.out);
+}
+
+bool package_version_matches(const std::string& installed, const std::string& wanted) {
+  std::string v = installed;
+  if (auto colon = v.find(':'); colon != std::string::npos && wanted.find(':') == std::string::npos) {
+    v = v.substr(colon + 1);
+  }
+  if (v == wanted) return true;
+  if (v.size() > wanted.size() && v.compare(0, wanted.size(), wanted) == 0) {
+    const char next = v[wanted.size()];
+    return next == '-' || next == '+' || next == '~';
+  }
+  return false;
+}
+
+std::string line_change_summary(const std::string& current, const std::string& wanted) {
+  const auto a = split_lines(current);
+  const auto b = split_lines(wanted);
+  size_t common = 0;
+  if (a.size() * b.size() <= 4'000'000) {
+    std::vector<size_t> row(b.size() + 1, 0), prev(b.size() + 1, 0);
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        row[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1 : std::max(prev[j], row[j - 1]);
+      }
+      std::swap(row, prev);
+    }
+    common = prev[b.size()];
+  } else {
+    std::multiset<std::string> left(a.begin(), a.end());
+    for (const auto& line : b) {
+      if (auto it = left.find(line); it != left.end()) {
+        left.erase(it);
+        ++common;
+      }
+    }
+  }
+  return "+" + std::to_string(b.size() - common) + " -" + std::to_string(a.size() - common) + " lines";
+}
+
+}  // namespace gpuexpand

@@ -1,0 +1,384 @@
+#include "gpuexpand/spec/spec_loader.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/spec/merge.hpp"
+#include "gpuexpand/util/spellcheck.hpp"
+#include "inline_secrets.hpp"
+
+namespace gpuexpand {
+namespace {
+
+// Keys of a node entry that say which nodes it means; everything else in
+// the entry is a settings override.
+const char* const kEntryKeys[] = {"hosts", "addresses", "name", "address", "rack", "groups"};
+
+const nlohmann::json* member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::optional<std::string> string_member(const nlohmann::json& object, const char* key) {
+  const nlohmann::json* v = member(object, key);
+  if (!v || !v->is_string()) return std::nullopt;
+  return v->get<std::string>();
+}
+
+std::vector<std::string> keys_of(const nlohmann::json* object) {
+  std::vector<std::string> keys;
+  if (object && object->is_object()) {
+    for (const auto& [k, _] : object->items()) keys.push_back(k);
+  }
+  return keys;
+}
+
+nlohmann::json settings_layer(const nlohmann::json& object, bool is_entry) {
+  nlohmann::json layer = nlohmann::json::object();
+  if (!object.is_object()) return layer;
+  for (const auto& [key, value] : object.items()) {
+    bool skip = key == "description";
+    if (is_entry) {
+      for (const char* entry_key : kEntryKeys) skip = skip || key == entry_key;
+    }
+    if (!skip) layer[key] = value;
+  }
+  return layer;
+}
+
+// Builds nodes from a structurally checked document. Defensive about types
+// anyway: it runs even when the schema found errors, so that one pass
+// reports everything wrong with the file.
+class SpecBuilder {
+ public:
+  SpecBuilder(const YamlDocument& doc, std::vector<Diagnostic>& diagnostics)
+      : doc_(doc), root_(doc.root), diagnostics_(diagnostics) {}
+
+  ClusterSpec build() {
+    ClusterSpec spec;
+    spec.file = doc_.file;
+    spec.document = root_;
+    spec.api_version = string_member(root_, "apiVersion").value_or("");
+    if (const auto* cluster = member(root_, "cluster")) {
+      spec.cluster_name = string_member(*cluster, "name").value_or("");
+    }
+    read_ssh(spec.ssh);
+    read_rollout(spec.rollout);
+    const nlohmann::json* entries = member(root_, "nodes");
+    if (entries && entries->is_array()) {
+      for (size_t i = 0; i < entries->size(); ++i) expand_entry((*entries)[i], i, spec.nodes);
+    }
+    return spec;
+  }
+
+ private:
+  void error(const std::string& pointer, const std::string& message, bool at_key = false) {
+    diagnostics_.push_back({at_key ? doc_.key_location(pointer) : doc_.value_location(pointer), message});
+  }
+
+  void read_ssh(SshSettings& ssh) {
+    const nlohmann::json* s = member(root_, "ssh");
+    if (!s || !s->is_object()) return;
+    auto str = [&](const char* key, std::string& out) {
+      if (auto v = string_member(*s, key)) out = *v;
+    };
+    auto num = [&](const char* key, int& out) {
+      if (const auto* v = member(*s, key); v && v->is_number_integer()) out = v->get<int>();
+    };
+    str("user", ssh.user);
+    num("port", ssh.port);
+    str("identity_file", ssh.identity_file);
+    str("passphrase_env", ssh.passphrase_env);
+    str("known_hosts", ssh.known_hosts);
+    str("become", ssh.become);
+    num("connect_timeout", ssh.connect_timeout_s);
+    num("command_timeout", ssh.command_timeout_s);
+    num("keepalive_interval", ssh.keepalive_interval_s);
+    str("bastion", ssh.bastion);
+    num("parallel", ssh.parallel);
+    str("config_file", ssh.config_file);
+  }
+
+  void read_rollout(RolloutSettings& rollout) {
+    const nlohmann::json* r = member(root_, "rollout");
+    if (!r || !r->is_object()) return;
+    for (const char* key : {"batch", "max_fail"}) {
+      const nlohmann::json* v = member(*r, key);
+      if (!v) continue;
+      auto parsed = parse_count_or_percent(*v);
+      if (!parsed) {
+        continue;  // the schema already reported the malformed value
+      }
+      if (std::string(key) == "batch" && parsed->value == 0) {
+        error("/rollout/batch", "rollout.batch: 0 would never start a node; use at least 1");
+        continue;
+      }
+      (std::string(key) == "batch" ? rollout.batch : rollout.max_fail) = parsed;
+    }
+  }
+
+  // Resolves a rack or group name against its section, with a suggestion.
+  const nlohmann::json* find_layer(const char* section, const std::string& name, const std::string& pointer,
+                                   const char* what, bool must_exist) {
+    const nlohmann::json* all = member(root_, section);
+    if (all && all->is_object() && all->contains(name)) return &(*all)[name];
+    if (!must_exist) return nullptr;
+    std::string message = std::string("unknown ") + what + " '" + name + "'";
+    if (auto suggestion = closest_match(name, keys_of(all))) {
+      message += " (did you mean '" + *suggestion + "'?)";
+    } else if (!all) {
+      message += std::string(": the spec has no '") + section + "' section";
+    }
+    error(pointer, message);
+    return nullptr;
+  }
+
+  void expand_entry(const nlohmann::json& entry, size_t index, std::vector<NodeSpec>& nodes) {
+    const std::string pointer = json_pointer_append("", "nodes") + "/" + std::to_string(index);
+    if (!entry.is_object()) return;  // the schema reported it
+    const std::string label = human_path(pointer);
+
+    auto hosts = string_member(entry, "hosts");
+    auto addresses = string_member(entry, "addresses");
+    auto name = string_member(entry, "name");
+    auto address = string_member(entry, "address");
+    if (hosts && name) {
+      error(pointer + "/name", label + ": give either 'hosts' (a host list) or 'name' (one node), not both", true);
+      return;
+    }
+    if (!hosts && !name) {
+      if (!member(entry, "hosts") && !member(entry, "name")) {
+        error(pointer, label + ": missing 'hosts' (a host list) or 'name' (one node)");
+      }
+      return;
+    }
+    if (hosts && address) {
+      error(pointer + "/address", label + ": 'address' is for one node; with 'hosts' use 'addresses'", true);
+      return;
+    }
+    if (name && addresses) {
+      error(pointer + "/addresses", label + ": 'addresses' pairs with 'hosts'; for one node use 'address'", true);
+      return;
+    }
+
+    std::vector<std::string> names, addrs;
+    if (hosts) {
+      auto expanded = expand_hostlist(*hosts);
+      if (!expanded) {
+        error(pointer + "/hosts", label + ".hosts: " + expanded.error().message);
+        return;
+      }
+      names = std::move(expanded.value());
+      if (addresses) {
+        auto expanded_addresses = expand_hostlist(*addresses);
+        if (!expanded_addresses) {
+          error(pointer + "/addresses", label + ".addresses: " + expanded_addresses.error().message);
+          return;
+        }
+        addrs = std::move(expanded_addresses.value());
+        if (addrs.size() != names.size()) {
+          error(pointer + "/addresses",
+                label + ": hosts '" + *hosts + "' has " + std::to_string(names.size()) +
+                    (names.size() == 1 ? " name" : " names") + " but addresses '" + *addresses + "' has " +
+                    std::to_string(addrs.size()));
+          return;
+        }
+      }
+    } else {
+      names.push_back(*name);
+      if (address) addrs.push_back(*address);
+    }
+
+    // Rack and groups: rack names need a declaration only when the spec
+    // has a racks section (then an undeclared one is a typo); groups must
+    // always be declared, a node in a group that does not exist is a typo.
+    std::string rack = string_member(entry, "rack").value_or("");
+    const nlohmann::json* rack_layer = nullptr;
+    if (!rack.empty()) {
+      rack_layer = find_layer("racks", rack, pointer + "/rack", "rack", member(root_, "racks") != nullptr);
+    }
+    std::vector<std::string> groups;
+    std::vector<std::pair<std::string, const nlohmann::json*>> group_layers;
+    if (const auto* g = member(entry, "groups"); g && g->is_array()) {
+      for (size_t j = 0; j < g->size(); ++j) {
+        if (!(*g)[j].is_string()) continue;
+        const std::string group = (*g)[j].get<std::string>();
+        groups.push_back(group);
+        const auto* layer = find_layer("groups", group, pointer + "/groups/" + std::to_string(j), "group", true);
+        if (layer) group_layers.emplace_back(group, layer);
+      }
+    }
+
+    // Precedence, lowest first: defaults, rack, groups in the order the
+    // entry lists them, then the entry's own settings.
+    nlohmann::json settings = nlohmann::json::object();
+    OriginMap origins;
+    if (const auto* defaults = member(root_, "defaults")) deep_merge(settings, *defaults, "/defaults", origins);
+    if (rack_layer) deep_merge(settings, settings_layer(*rack_layer, false), "/racks/" + rack, origins);
+    for (const auto& [group, layer] : group_layers) {
+      deep_merge(settings, settings_layer(*layer, false), "/groups/" + group, origins);
+    }
+    deep_merge(settings, settings_layer(entry, true), pointer, origins);
+    apply_derived_defaults(settings);
+    check_settings(settings, origins);
+
+    auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
+    const SourceLocation where = doc_.value_location(pointer + (hosts ? "/hosts" : "/name"));
+    check_duplicates(names, addrs, index, where, pointer, hosts.has_value());
+    nodes.reserve(nodes.size() + names.size());
+    for (size_t k = 0; k < names.size(); ++k) {
+      NodeSpec node;
+      node.name = names[k];
+      node.address = addrs.empty() ? names[k] : addrs[k];
+      node.rack = rack;
+      node.groups = groups;
+      node.settings = shared;
+      node.entry_index = index;
+      node.where = where;
+      nodes.push_back(std::move(node));
+    }
+  }
+
+  // Values the spec gives once for many places, written out where the
+  // playbooks read them: an interface without its own MTU takes network.mtu.
+  static void apply_derived_defaults(nlohmann::json& settings) {
+    auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
+    if (!network || !network->is_object() || !network->contains("mtu")) return;
+    auto it = network->find("compute_interfaces");
+    if (it == network->end() || !it->is_array()) return;
+    for (auto& interface : *it) {
+      if (interface.is_object() && !interface.contains("mtu")) interface["mtu"] = (*network)["mtu"];
+    }
+  }
+
+  // Cross-field rules on the effective settings of one entry. Errors point
+  // at the layer the offending value came from.
+  void check_settings(const nlohmann::json& settings, const OriginMap& origins) {
+    auto at = [&](const std::string& effective) { return origin_of(origins, effective); };
+    if (const auto* scheduler = member(settings, "scheduler")) {
+      const std::string kind = string_member(*scheduler, "kind").value_or("none");
+      for (const char* wanted : {"slurm", "kubernetes"}) {
+        if (kind == wanted && !member(*scheduler, wanted)) {
+          error(at("/scheduler/kind"), "scheduler.kind is '" + kind + "' but no scheduler." + kind +
+                                           " section applies to these nodes");
+        }
+      }
+    }
+    if (const auto* storage = member(settings, "storage"); storage && storage->is_array()) {
+      std::unordered_map<std::string, size_t> by_name, by_mountpoint;
+      for (size_t j = 0; j < storage->size(); ++j) {
+        const auto& mount = (*storage)[j];
+        const std::string here = "/storage/" + std::to_string(j);
+        if (auto n = string_member(mount, "name")) {
+          auto [it, fresh] = by_name.emplace(*n, j);
+          if (!fresh) {
+            error(at(here + "/name"), "storage name '" + *n + "' is already used by storage[" +
+                                          std::to_string(it->second) + "]");
+          }
+        }
+        if (auto mp = string_member(mount, "mountpoint")) {
+          std::string normal = *mp;
+          while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+          auto [it, fresh] = by_mountpoint.emplace(normal, j);
+          if (!fresh) {
+            const auto& other = (*storage)[it->second];
+            error(at(here + "/mountpoint"), "mountpoint '" + *mp + "' is already used by storage '" +
+                                                string_member(other, "name").value_or("?") + "'");
+          }
+        }
+      }
+    }
+    if (const auto* network = member(settings, "network")) {
+      check_network(*network, at);
+    }
+  }
+
+  template <class At>
+  void check_network(const nlohmann::json& network, At at) {
+    std::unordered_map<std::string, size_t> interfaces;
+    if (const auto* list = member(network, "compute_interfaces"); list && list->is_array()) {
+      for (size_t j = 0; j < list->size(); ++j) {
+        if (auto n = string_member((*list)[j], "name"); n && !interfaces.emplace(*n, j).second) {
+          error(at("/network/compute_interfaces/" + std::to_string(j) + "/name"),
+                "interface '" + *n + "' is listed twice in network.compute_interfaces");
+        }
+      }
+    }
+  }
+
+  struct Seen {
+    size_t entry;
+    int line;
+  };
+
+  // Duplicate names or addresses across the whole spec, reported once per
+  // pair of entries with the colliding names folded back into a host list.
+  void check_duplicates(const std::vector<std::string>& names, const std::vector<std::string>& addrs,
+                        size_t index, const SourceLocation& where, const std::string& pointer, bool is_list) {
+    report_duplicates(names, seen_names_, "node name", index, where, pointer + (is_list ? "/hosts" : "/name"));
+    if (!addrs.empty()) {
+      report_duplicates(addrs, seen_addresses_, "address", index, where,
+                        pointer + (is_list ? "/addresses" : "/address"));
+    }
+  }
+
+  void report_duplicates(const std::vector<std::string>& values, std::unordered_map<std::string, Seen>& seen,
+                         const char* what, size_t index, const SourceLocation& where, const std::string& pointer) {
+    std::map<std::pair<size_t, int>, std::vector<std::string>> clashes;  // (entry, line) -> values
+    for (const auto& v : values) {
+      auto [it, fresh] = seen.emplace(v, Seen{index, where.line});
+      if (!fresh) clashes[{it->second.entry, it->second.line}].push_back(v);
+    }
+    for (const auto& [other, clashing] : clashes) {
+      const bool same_entry = other.first == index;
+      std::string message = std::string("duplicate ") + what + (clashing.size() == 1 ? " " : "s ") +
+                            fold_hostlist(clashing);
+      message += same_entry ? " within this entry"
+                            : " (already in nodes[" + std::to_string(other.first) + "] on line " +
+                                  std::to_string(other.second) + ")";
+      error(pointer, message);
+    }
+  }
+
+  const YamlDocument& doc_;
+  const nlohmann::json& root_;
+  std::vector<Diagnostic>& diagnostics_;
+  std::unordered_map<std::string, Seen> seen_names_;
+  std::unordered_map<std::string, Seen> seen_addresses_;
+};
+
+}  // namespace
+
+SpecLoadResult load_spec_text(const std::string& text, const std::string& file, const JsonSchema& schema) {
+  SpecLoadResult result;
+  result.source_text = text;
+  auto document = parse_yaml_document(text, file, result.diagnostics);
+  if (!document) return result;
+  if (!document->root.is_object()) {
+    result.diagnostics.push_back({{file, 1, 1}, "a spec must be a mapping with apiVersion, cluster and nodes"});
+    return result;
+  }
+  const auto refused = check_inline_secrets(*document, schema, result.diagnostics);
+  schema.validate(*document, result.diagnostics, refused);
+  ClusterSpec spec = SpecBuilder(*document, result.diagnostics).build();
+  sort_diagnostics(result.diagnostics);
+  if (result.diagnostics.empty()) result.spec = std::move(spec);
+  return result;
+}
+
+SpecLoadResult load_spec_file(const std::string& path, const JsonSchema& schema) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    SpecLoadResult result;
+    result.diagnostics.push_back({{path, 0, 0}, "cannot read the spec: " + std::string(std::strerror(errno))});
+    return result;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_spec_text(text.str(), path, schema);
+}
+
+}  // namespace gpuexpand

@@ -1,0 +1,238 @@
+#include "gpuexpand/spec/yaml_document.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <regex>
+
+namespace gpuexpand {
+namespace {
+
+int one_based(int zero_based) { return zero_based + 1; }
+
+// YAML 1.2 core schema resolution for plain (unquoted) scalars.
+nlohmann::json resolve_plain_scalar(const std::string& s) {
+  static const std::regex null_re("^(~|null|Null|NULL)?$");
+  static const std::regex bool_true("^(true|True|TRUE)$");
+  static const std::regex bool_false("^(false|False|FALSE)$");
+  static const std::regex int_re("^[-+]?[0-9]+$");
+  static const std::regex float_re(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
+  if (std::regex_match(s, null_re)) return nullptr;
+  if (std::regex_match(s, bool_true)) return true;
+  if (std::regex_match(s, bool_false)) return false;
+  if (std::regex_match(s, int_re)) {
+    try {
+      return std::stoll(s);
+    } catch (const std::out_of_range&) {
+      return s;  // too big for an integer: keep the text, the schema will say what it wanted
+    }
+  }
+  if (std::regex_match(s, float_re)) return std::stod(s);
+  return s;
+}
+
+class Converter {
+ public:
+  Converter(YamlDocument& doc, std::vector<Diagnostic>& diagnostics)
+      : doc_(doc), diagnostics_(diagnostics) {}
+
+  nlohmann::json convert(const YAML::Node& node, const std::string& pointer, YamlMarks marks) {
+    const YAML::Mark m = node.Mark();
+    if (m.line >= 0) {
+      marks.value_line = one_based(m.line);
+      marks.value_column = one_based(m.column);
+    }
+    switch (node.Type()) {
+      case YAML::NodeType::Scalar: {
+        // yaml-cpp tags quoted and block scalars "!", plain ones "?".
+        const bool plain = node.Tag() == "?";
+        marks.plain_scalar = plain;
+        doc_.marks[pointer] = marks;
+        return plain ? resolve_plain_scalar(node.Scalar()) : nlohmann::json(node.Scalar());
+      }
+      case YAML::NodeType::Sequence: {
+        doc_.marks[pointer] = marks;
+        nlohmann::json out = nlohmann::json::array();
+        size_t index = 0;
+        for (const auto& item : node) {
+          out.push_back(convert(item, json_pointer_append(pointer, index), YamlMarks{}));
+          ++index;
+        }
+        return out;
+      }
+      case YAML::NodeType::Map: {
+        doc_.marks[pointer] = marks;
+        return convert_map(node, pointer);
+      }
+      case YAML::NodeType::Null:
+      case YAML::NodeType::Undefined:
+      default:
+        doc_.marks[pointer] = marks;
+        return nullptr;
+    }
+  }
+
+ private:
+  nlohmann::json convert_map(const YAML::Node& node, const std::string& pointer) {
+    nlohmann::json out = nlohmann::json::object();
+    std::unordered_map<std::string, int> first_line;
+    for (const auto& entry : node) {
+      const YAML::Node& key = entry.first;
+      const YAML::Mark km = key.Mark();
+      SourceLocation where{doc_.file, one_based(km.line), one_based(km.column)};
+      if (!key.IsScalar()) {
+        diagnostics_.push_back({where, "mapping keys must be plain strings"});
+        continue;
+      }
+      const std::string name = key.Scalar();
+      // "<<: *anchor" merge keys: yaml-cpp 0.7 leaves them to us. Keys
+      // written in the mapping itself win over merged ones.
+      if (name == "<<" && key.Tag() == "?") {
+        merge_into(out, entry.second, pointer);
+        continue;
+      }
+      if (auto seen = first_line.find(name); seen != first_line.end()) {
+        diagnostics_.push_back({where, "duplicate key '" + name + "' (first defined on line " +
+                                           std::to_string(seen->second) + ")"});
+        continue;
+      }
+      first_line[name] = where.line;
+      YamlMarks marks;
+      marks.key_line = where.line;
+      marks.key_column = where.column;
+      out[name] = convert(entry.second, json_pointer_append(pointer, name), marks);
+    }
+    return out;
+  }
+
+  void merge_into(nlohmann::json& out, const YAML::Node& source, const std::string& pointer) {
+    std::vector<YAML::Node> maps;
+    if (source.IsMap()) maps.push_back(source);
+    if (source.IsSequence()) {
+      for (const auto& item : source) maps.push_back(item);
+    }
+    for (const auto& map : maps) {
+      if (!map.IsMap()) {
+        const YAML::Mark m = map.Mark();
+        diagnostics_.push_back({{doc_.file, one_based(m.line), one_based(m.column)},
+                                "'<<' merges mappings only"});
+        continue;
+      }
+      nlohmann::json merged = convert_map(map, pointer);
+      for (auto& [k, v] : merged.items()) {
+        if (!out.contains(k)) out[k] = v;
+      }
+    }
+  }
+
+  YamlDocument& doc_;
+  std::vector<Diagnostic>& diagnostics_;
+};
+
+std::string escape_pointer_token(const std::string& key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string parent_pointer(const std::string& pointer) {
+  auto slash = pointer.rfind('/');
+  return slash == std::string::npos ? std::string() : pointer.substr(0, slash);
+}
+
+}  // namespace
+
+std::string json_pointer_append(const std::string& pointer, const std::string& key) {
+  return pointer + "/" + escape_pointer_token(key);
+}
+
+std::string json_pointer_append(const std::string& pointer, size_t index) {
+  return pointer + "/" + std::to_string(index);
+}
+
+std::string human_path(const std::string& pointer) {
+  if (pointer.empty()) return "(top level)";
+  std::string out;
+  size_t pos = 1;
+  while (pos <= pointer.size()) {
+    size_t next = pointer.find('/', pos);
+    if (next == std::string::npos) next = pointer.size();
+    std::string token = pointer.substr(pos, next - pos);
+    for (size_t at; (at = token.find("~1")) != std::string::npos;) token.replace(at, 2, "/");
+    for (size_t at; (at = token.find("~0")) != std::string::npos;) token.replace(at, 2, "~");
+    const bool index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+    if (index) {
+      out += "[" + token + "]";
+    } else {
+      if (!out.empty()) out += '.';
+      out += token;
+    }
+    pos = next + 1;
+  }
+  return out;
+}
+
+const YamlMarks* YamlDocument::find_marks(const std::string& pointer) const {
+  auto it = marks.find(pointer);
+  return it == marks.end() ? nullptr : &it->second;
+}
+
+SourceLocation YamlDocument::value_location(const std::string& pointer) const {
+  for (std::string p = pointer;; p = parent_pointer(p)) {
+    if (const YamlMarks* m = find_marks(p); m && m->value_line > 0) {
+      return {file, m->value_line, m->value_column};
+    }
+    if (p.empty()) return {file, 0, 0};
+  }
+}
+
+SourceLocation YamlDocument::key_location(const std::string& pointer) const {
+  if (const YamlMarks* m = find_marks(pointer); m && m->key_line > 0) {
+    return {file, m->key_line, m->key_column};
+  }
+  return value_location(pointer);
+}
+
+std::optional<YamlDocument> parse_yaml_document(const std::string& text, const std::string& file,
+                                                std::vector<Diagnostic>& diagnostics) {
+  YamlDocument doc;
+  doc.file = file;
+  doc.text = text;
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    SourceLocation where{file, e.mark.line >= 0 ? e.mark.line + 1 : 0,
+                         e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    diagnostics.push_back({where, "YAML syntax error: " + e.msg});
+    return std::nullopt;
+  }
+  if (documents.empty()) {
+    diagnostics.push_back({{file, 0, 0}, "the file is empty"});
+    return std::nullopt;
+  }
+  if (documents.size() > 1) {
+    const YAML::Mark m = documents[1].Mark();
+    diagnostics.push_back({{file, m.line + 1, m.column + 1},
+                           "expected one YAML document, found " + std::to_string(documents.size())});
+  }
+  Converter converter(doc, diagnostics);
+  try {
+    doc.root = converter.convert(documents.front(), "", YamlMarks{});
+  } catch (const YAML::Exception& e) {
+    // Aliases to undefined anchors and similar surface here, not in LoadAll.
+    diagnostics.push_back({{file, e.mark.line + 1, e.mark.column + 1}, "YAML error: " + e.msg});
+    return std::nullopt;
+  }
+  return doc;
+}
+
+}  // namespace gpuexpand
