@@ -92,6 +92,10 @@ nlohmann::json plan_to_json(const Plan& plan) {
         p["changes"].push_back({{"step", c.step}, {"type", c.type}, {"action", action_name(c.action)},
                                 {"target", c.target}, {"reason", c.reason}});
       }
+      p["steps"] = nlohmann::json::array();
+      for (const auto& step : phase.steps) {
+        p["steps"].push_back({{"key", step.key}, {"id", step.id}, {"type", step.type}, {"params", step.params}});
+      }
       n["phases"].push_back(std::move(p));
     }
     out["nodes"].push_back(std::move(n));

@@ -1,6 +1,7 @@
 #include <regex>
 
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/plan/predict.hpp"
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -77,11 +78,14 @@ std::string located(const Step& step, const std::string& message) {
   return Diagnostic{step.where, "step '" + step.id + "': " + message}.to_string();
 }
 
+// Plans one phase. `facts` is the node's predicted state: each step that
+// plans a change updates it, so later steps decide against the state the
+// node will really have by then.
 struct PhasePlanner {
   const Phase& phase;
   json& vars;
-  const json& facts;
-  PhasePlan plan{phase.name, {}};
+  json& facts;
+  PhasePlan plan{phase.name, {}, {}};
   std::set<std::string> changed;
 
   Result<void> plan_step(const Step& step) {
@@ -114,7 +118,11 @@ struct PhasePlanner {
     if (!params) return make_error(located(step, params.error().message));
     StepInstance instance{&step, key, std::move(params.value())};
     auto changes = decide_step(instance, facts, changed);
-    if (!changes.empty()) changed.insert(step.id);
+    if (!changes.empty()) {
+      changed.insert(step.id);
+      plan.steps.push_back({key, step.id, step.type, instance.params});
+      predict_facts_after(plan.steps.back(), facts);
+    }
     for (auto& c : changes) plan.changes.push_back(std::move(c));
     return {};
   }
@@ -139,7 +147,8 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
   }
   result.facts_sha256 = sha256_hex(facts->dump());
   json vars = node_variables(spec, node);
-  vars["facts"] = *facts;
+  vars["facts"] = *facts;  // conditions see the facts as gathered, not as predicted
+  json predicted = *facts;
   for (const auto& phase : playbooks.phases) {
     if (!phase.when.empty()) {
       auto condition = evaluate_condition(phase.when, vars);
@@ -150,7 +159,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
       }
       if (!condition.value()) continue;
     }
-    PhasePlanner planner{phase, vars, *facts, {phase.name, {}}, {}};
+    PhasePlanner planner{phase, vars, predicted, {phase.name, {}, {}}, {}};
     for (const auto& step : phase.steps) {
       if (auto r = planner.plan_step(step); !r) {
         result.status = NodeStatus::Error;

@@ -245,7 +245,7 @@ struct Decider {
       } else if (current->is_null()) {
         add(ChangeAction::Update, target, "not known to this kernel (no /proc/sys entry)");
       } else if (normalize_sysctl(current->get<std::string>()) != normalize_sysctl(wanted)) {
-        add(ChangeAction::Update, target, current->get<std::string>() + ", wanted " + wanted);
+        add(ChangeAction::Update, target, normalize_sysctl(current->get<std::string>()) + ", wanted " + wanted);
       }
     }
   }

@@ -242,9 +242,33 @@ class SpecBuilder {
     }
   }
 
+  // Mount options may be written "a,b" or [a, b]; playbooks always see a
+  // list, and "defaults" when none are given, as fstab(5) spells it.
+  static void normalize_mount_options(nlohmann::json& settings) {
+    if (!settings.is_object() || !settings.contains("storage") || !settings["storage"].is_array()) return;
+    for (auto& mount : settings["storage"]) {
+      if (!mount.is_object()) continue;
+      auto it = mount.find("options");
+      if (it == mount.end() || (it->is_string() && it->get<std::string>().empty())) {
+        mount["options"] = nlohmann::json::array({"defaults"});
+      } else if (it->is_string()) {
+        nlohmann::json list = nlohmann::json::array();
+        std::string text = it->get<std::string>();
+        for (size_t start = 0; start <= text.size();) {
+          size_t comma = text.find(',', start);
+          if (comma == std::string::npos) comma = text.size();
+          if (comma > start) list.push_back(text.substr(start, comma - start));
+          start = comma + 1;
+        }
+        *it = list;
+      }
+    }
+  }
+
   // Values the spec gives once for many places, written out where the
   // playbooks read them: an interface without its own MTU takes network.mtu.
   static void apply_derived_defaults(nlohmann::json& settings) {
+    normalize_mount_options(settings);
     auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
     if (!network || !network->is_object() || !network->contains("mtu")) return;
     auto it = network->find("compute_interfaces");

@@ -32,9 +32,19 @@ struct PlannedChange {
   std::string reason;  // why: "535.129.03 installed, 550.90.07 wanted"
 };
 
+// A step instance with every template rendered: what apply will act on,
+// recorded in the plan so `apply plan.json` does exactly what was reviewed.
+struct ResolvedStep {
+  std::string key;   // "mount[shared]" for for_each steps, else the id
+  std::string id;
+  std::string type;
+  nlohmann::json params;
+};
+
 struct PhasePlan {
   std::string phase;
   std::vector<PlannedChange> changes;  // empty: the phase is converged
+  std::vector<ResolvedStep> steps;     // the steps behind the changes, in order
 };
 
 enum class NodeStatus { Changes, Unchanged, Unreachable, Error };
