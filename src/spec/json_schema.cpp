@@ -313,9 +313,13 @@ static std::string explain(const JsonSchema& schema, const nlohmann::json& root,
 
   if (starts_with(description, "Value type not permitted")) {
     std::string message = path + ": expected " + types_wanted(sub) + ", got " + json_type_name(*value);
-    if (!value->is_object() && !value->is_array()) message += " " + show_value(*value);
-    if (marks && marks->plain_scalar && wants_string(sub) && !value->is_null()) {
-      message += " (put it in quotes: \"" + (value->is_string() ? value->get<std::string>() : value->dump()) + "\")";
+    if (value->is_null()) message = path + ": expected " + types_wanted(sub) + ", got nothing";
+    const bool plain = marks && marks->plain_scalar;
+    if (!value->is_object() && !value->is_array() && !value->is_null()) {
+      message += " " + (plain && !marks->text.empty() ? marks->text : show_value(*value));
+    }
+    if (plain && wants_string(sub) && !value->is_null()) {
+      message += " (put it in quotes: \"" + (marks->text.empty() ? value->dump() : marks->text) + "\")";
     }
     return message;
   }
@@ -364,20 +368,27 @@ static std::string explain(const JsonSchema& schema, const nlohmann::json& root,
 }
 
 void JsonSchema::validate(const YamlDocument& document, std::vector<Diagnostic>& diagnostics,
-                          const std::set<std::string>& ignored_pointers) const {
+                          const std::set<std::string>& ignored_pointers,
+                          const std::optional<nlohmann::json>& instance) const {
+  const nlohmann::json& root = instance ? *instance : document.root;
   std::vector<std::string> unused;
   const size_t before = diagnostics.size();
   KeyWalker(*this, &document, ignored_pointers, diagnostics, unused)
       .walk(document.root, &resolve(schema_), "");
   const size_t from_walker = diagnostics.size() - before;
 
-  std::vector<RawError> raw = run_valijson(document.root);
+  std::vector<RawError> raw = run_valijson(root);
   std::vector<Diagnostic> leaf;
   for (const auto& e : raw) {
     if (is_wrapper_error(e.description)) continue;
     const bool missing = starts_with(e.description, "Missing required property");
-    std::string message = explain(*this, document.root, e.pointer, e.description, document.find_marks(e.pointer));
-    SourceLocation where = missing ? document.key_location(e.pointer) : document.value_location(e.pointer);
+    std::string message = explain(*this, root, e.pointer, e.description, document.find_marks(e.pointer));
+    // An empty value ("ssh:" with nothing after it) has no text of its own
+    // to point at; yaml-cpp marks where the next token starts, so use the key.
+    const nlohmann::json* value = value_at(root, e.pointer);
+    const bool empty = value && value->is_null();
+    SourceLocation where =
+        (missing || empty) ? document.key_location(e.pointer) : document.value_location(e.pointer);
     if (missing && e.pointer.empty()) where = {document.file, 1, 1};
     leaf.push_back({where, message});
   }

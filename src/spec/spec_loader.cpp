@@ -1,7 +1,10 @@
 #include "gpuexpand/spec/spec_loader.hpp"
 
+#include <cstring>
 #include <fstream>
+#include <regex>
 #include <sstream>
+#include <functional>
 #include <unordered_map>
 
 #include "gpuexpand/inventory/hostlist.hpp"
@@ -164,6 +167,26 @@ class SpecBuilder {
       return;
     }
 
+    // Rack and groups: rack names need a declaration only when the spec
+    // has a racks section (then an undeclared one is a typo); groups must
+    // always be declared, a node in a group that does not exist is a typo.
+    std::string rack = string_member(entry, "rack").value_or("");
+    const nlohmann::json* rack_layer = nullptr;
+    if (!rack.empty()) {
+      rack_layer = find_layer("racks", rack, pointer + "/rack", "rack", member(root_, "racks") != nullptr);
+    }
+    std::vector<std::string> groups;
+    std::vector<std::pair<std::string, const nlohmann::json*>> group_layers;
+    if (const auto* g = member(entry, "groups"); g && g->is_array()) {
+      for (size_t j = 0; j < g->size(); ++j) {
+        if (!(*g)[j].is_string()) continue;
+        const std::string group = (*g)[j].get<std::string>();
+        groups.push_back(group);
+        const auto* layer = find_layer("groups", group, pointer + "/groups/" + std::to_string(j), "group", true);
+        if (layer) group_layers.emplace_back(group, layer);
+      }
+    }
+
     std::vector<std::string> names, addrs;
     if (hosts) {
       auto expanded = expand_hostlist(*hosts);
@@ -191,25 +214,11 @@ class SpecBuilder {
       names.push_back(*name);
       if (address) addrs.push_back(*address);
     }
-
-    // Rack and groups: rack names need a declaration only when the spec
-    // has a racks section (then an undeclared one is a typo); groups must
-    // always be declared, a node in a group that does not exist is a typo.
-    std::string rack = string_member(entry, "rack").value_or("");
-    const nlohmann::json* rack_layer = nullptr;
-    if (!rack.empty()) {
-      rack_layer = find_layer("racks", rack, pointer + "/rack", "rack", member(root_, "racks") != nullptr);
-    }
-    std::vector<std::string> groups;
-    std::vector<std::pair<std::string, const nlohmann::json*>> group_layers;
-    if (const auto* g = member(entry, "groups"); g && g->is_array()) {
-      for (size_t j = 0; j < g->size(); ++j) {
-        if (!(*g)[j].is_string()) continue;
-        const std::string group = (*g)[j].get<std::string>();
-        groups.push_back(group);
-        const auto* layer = find_layer("groups", group, pointer + "/groups/" + std::to_string(j), "group", true);
-        if (layer) group_layers.emplace_back(group, layer);
-      }
+    // Host lists can produce anything; every name must be a host name SSH
+    // and Slurm accept.
+    if (!check_host_names(names, pointer + (hosts ? "/hosts" : "/name"), "host name") ||
+        !check_host_names(addrs, pointer + (hosts ? "/addresses" : "/address"), "address")) {
+      return;
     }
 
     // Precedence, lowest first: defaults, rack, groups in the order the
@@ -290,6 +299,14 @@ class SpecBuilder {
                                            " section applies to these nodes");
         }
       }
+      // Keys a section needs are checked after merging, not in each layer:
+      // a rack that only changes the Slurm weight must not repeat the
+      // controller.
+      require_merged(*scheduler, "slurm", {"controller"}, "/scheduler", at);
+      require_merged(*scheduler, "kubernetes", {"api_endpoint", "token_file"}, "/scheduler", at);
+    }
+    if (const auto* monitoring = member(settings, "monitoring")) {
+      require_merged(*monitoring, "log_forwarding", {"target"}, "/monitoring", at);
     }
     if (const auto* storage = member(settings, "storage"); storage && storage->is_array()) {
       std::unordered_map<std::string, size_t> by_name, by_mountpoint;
@@ -321,6 +338,20 @@ class SpecBuilder {
   }
 
   template <class At>
+  void require_merged(const nlohmann::json& parent, const char* section, std::initializer_list<const char*> keys,
+                      const std::string& parent_pointer, At at) {
+    const nlohmann::json* object = member(parent, section);
+    if (!object || !object->is_object()) return;
+    const std::string pointer = parent_pointer + "/" + section;
+    for (const char* key : keys) {
+      if (!object->contains(key)) {
+        error(at(pointer), human_path(pointer) + ": missing required key '" + key +
+                               "' (after merging defaults, rack, groups and the node entry)", true);
+      }
+    }
+  }
+
+  template <class At>
   void check_network(const nlohmann::json& network, At at) {
     std::unordered_map<std::string, size_t> interfaces;
     if (const auto* list = member(network, "compute_interfaces"); list && list->is_array()) {
@@ -331,6 +362,18 @@ class SpecBuilder {
         }
       }
     }
+  }
+
+  bool check_host_names(const std::vector<std::string>& values, const std::string& pointer, const char* what) {
+    static const std::regex valid("^[A-Za-z0-9]([A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?$");
+    for (const auto& value : values) {
+      if (!std::regex_match(value, valid)) {
+        error(pointer, human_path(pointer) + ": '" + value + "' is not a valid " + what +
+                           " (letters, digits, '.', '-'; IPv6 also ':')");
+        return false;
+      }
+    }
+    return true;
   }
 
   struct Seen {
@@ -358,8 +401,9 @@ class SpecBuilder {
     }
     for (const auto& [other, clashing] : clashes) {
       const bool same_entry = other.first == index;
-      std::string message = std::string("duplicate ") + what + (clashing.size() == 1 ? " " : "s ") +
-                            fold_hostlist(clashing);
+      std::string noun = what;
+      if (clashing.size() > 1) noun += noun.back() == 's' ? "es" : "s";
+      std::string message = "duplicate " + noun + " " + fold_hostlist(clashing);
       message += same_entry ? " within this entry"
                             : " (already in nodes[" + std::to_string(other.first) + "] on line " +
                                   std::to_string(other.second) + ")";
@@ -374,6 +418,39 @@ class SpecBuilder {
   std::unordered_map<std::string, Seen> seen_addresses_;
 };
 
+// A null inside a settings layer (racks, groups, node entries) means
+// "remove the inherited value" (see merge.hpp); the schema, which knows no
+// layers, validates the document without those markers.
+nlohmann::json without_removal_markers(const nlohmann::json& root) {
+  nlohmann::json copy = root;
+  std::function<void(nlohmann::json&)> strip = [&](nlohmann::json& value) {
+    if (!value.is_object()) return;
+    for (auto it = value.begin(); it != value.end();) {
+      if (it->is_null()) {
+        it = value.erase(it);
+      } else {
+        strip(*it);
+        ++it;
+      }
+    }
+  };
+  auto strip_layer_settings = [&](nlohmann::json& layer) {
+    if (!layer.is_object()) return;
+    for (auto& [key, value] : layer.items()) {
+      if (value.is_object()) strip(value);
+    }
+  };
+  for (const char* section : {"racks", "groups"}) {
+    if (copy.contains(section) && copy[section].is_object()) {
+      for (auto& [name, layer] : copy[section].items()) strip_layer_settings(layer);
+    }
+  }
+  if (copy.contains("nodes") && copy["nodes"].is_array()) {
+    for (auto& entry : copy["nodes"]) strip_layer_settings(entry);
+  }
+  return copy;
+}
+
 }  // namespace
 
 SpecLoadResult load_spec_text(const std::string& text, const std::string& file, const JsonSchema& schema) {
@@ -386,7 +463,7 @@ SpecLoadResult load_spec_text(const std::string& text, const std::string& file, 
     return result;
   }
   const auto refused = check_inline_secrets(*document, schema, result.diagnostics);
-  schema.validate(*document, result.diagnostics, refused);
+  schema.validate(*document, result.diagnostics, refused, without_removal_markers(document->root));
   ClusterSpec spec = SpecBuilder(*document, result.diagnostics).build();
   sort_diagnostics(result.diagnostics);
   if (result.diagnostics.empty()) result.spec = std::move(spec);

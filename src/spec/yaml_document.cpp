@@ -46,8 +46,10 @@ class Converter {
         // yaml-cpp tags quoted and block scalars "!", plain ones "?".
         const bool plain = node.Tag() == "?";
         marks.plain_scalar = plain;
-        doc_.marks[pointer] = marks;
-        return plain ? resolve_plain_scalar(node.Scalar()) : nlohmann::json(node.Scalar());
+        nlohmann::json value = plain ? resolve_plain_scalar(node.Scalar()) : nlohmann::json(node.Scalar());
+        if (plain && !value.is_string()) marks.text = node.Scalar();
+        doc_.marks[pointer] = std::move(marks);
+        return value;
       }
       case YAML::NodeType::Sequence: {
         doc_.marks[pointer] = marks;

@@ -25,6 +25,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
+  if (word.empty()) return std::nullopt;  // anything is "close" to nothing
   const size_t limit = std::max<size_t>(2, word.size() / 3);
   std::optional<std::string> best;
   size_t best_distance = limit + 1;

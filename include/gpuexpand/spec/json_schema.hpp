@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,8 +29,12 @@ class JsonSchema {
   // Validates a YAML-sourced document; every error located in its file.
   // Keys under `ignored_pointers` (already reported, e.g. inline secrets)
   // are not reported again as unknown.
+  // `instance`, when given, is validated in place of document.root (the
+  // caller removed markers the schema does not know); keys and locations
+  // still come from the document.
   void validate(const YamlDocument& document, std::vector<Diagnostic>& diagnostics,
-                const std::set<std::string>& ignored_pointers = {}) const;
+                const std::set<std::string>& ignored_pointers = {},
+                const std::optional<nlohmann::json>& instance = std::nullopt) const;
 
   // Validates plain JSON (facts, plans): messages prefixed with their path.
   std::vector<std::string> validate_json(const nlohmann::json& value) const;

@@ -17,6 +17,7 @@ struct YamlMarks {
   int key_line = 0, key_column = 0;      // where the mapping key stands (0: array item / root)
   int value_line = 0, value_column = 0;  // where the value starts
   bool plain_scalar = false;             // an unquoted scalar: "535.129" became a number
+  std::string text;                      // as written, for plain scalars that did not stay strings
 };
 
 class YamlDocument {
