@@ -5,7 +5,7 @@
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
 #include "gpuexpand/util/digest.hpp"
-#include "step_decisions.hpp"
+#include "gpuexpand/plan/step_decisions.hpp"
 
 namespace gpuexpand {
 namespace {

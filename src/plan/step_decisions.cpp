@@ -1,4 +1,4 @@
-#include "step_decisions.hpp"
+#include "gpuexpand/plan/step_decisions.hpp"
 
 #include <algorithm>
 #include <sstream>

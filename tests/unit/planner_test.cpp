@@ -1,0 +1,296 @@
+// The planner: a converged node plans nothing; each kind of drift plans the
+// right change with the right reason. Pure: facts in, plan out.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/plan/predict.hpp"
+#include "gpuexpand/plan/step_decisions.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+// A one-phase playbook set from the steps given (YAML list items).
+PlaybookSet phase_with(const std::string& steps_yaml) {
+  std::vector<Diagnostic> diagnostics;
+  auto phase = load_playbook_text("phase: os-init\norder: 1\nsteps:\n" + steps_yaml, "test.yaml",
+                                  testing::schema("playbook"), diagnostics);
+  std::string text;
+  for (const auto& d : diagnostics) text += d.to_string() + "\n";
+  EXPECT_TRUE(phase) << text;
+  PlaybookSet set;
+  if (phase) set.phases.push_back(*phase);
+  return set;
+}
+
+ClusterSpec spec_with(const std::string& defaults_yaml) {
+  auto result = testing::load_spec(testing::minimal_spec("defaults:\n" + defaults_yaml));
+  EXPECT_TRUE(result.spec) << testing::diagnostics_text(result);
+  return result.spec ? *result.spec : ClusterSpec{};
+}
+
+json base_facts() {
+  return json::parse(R"({"schema_version": 1, "node": "n1", "hostname": "n1", "timezone": "UTC",
+    "os": {"family": "debian"}, "packages": {}, "files": {}, "services": {}, "sysctl": {},
+    "kernel_modules": {"loaded": []}, "mounts": [], "fstab": [], "checks": {}})");
+}
+
+// "~ target: reason" lines of a node plan, for exact comparison.
+std::vector<std::string> lines(const NodePlan& plan) {
+  std::vector<std::string> out;
+  for (const auto& phase : plan.phases) {
+    for (const auto& c : phase.changes) out.push_back(std::string(1, action_marker(c.action)) + " " + c.target + ": " + c.reason);
+  }
+  return out;
+}
+
+NodePlan plan_one(const std::string& defaults_yaml, const std::string& steps_yaml, const json& facts) {
+  static ClusterSpec spec;  // NodeSpec settings are shared pointers into it
+  spec = spec_with(defaults_yaml);
+  if (spec.nodes.empty()) return {};
+  return plan_node(spec, spec.nodes[0], phase_with(steps_yaml), &facts);
+}
+
+using Lines = std::vector<std::string>;
+
+TEST(Planner, Hostname) {
+  const std::string step = "  - {id: hostname, type: hostname, name: '{{ node.name }}'}\n";
+  auto facts = base_facts();
+  EXPECT_EQ(plan_one("  os: {}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["hostname"] = "debian";
+  auto plan = plan_one("  os: {}\n", step, facts);
+  EXPECT_EQ(plan.status, NodeStatus::Changes);
+  EXPECT_EQ(lines(plan), Lines{"~ hostname: is 'debian', wanted 'n1'"});
+}
+
+TEST(Planner, FileContentModeAndAbsence) {
+  const std::string step =
+      "  - {id: f, type: file, path: /etc/x.conf, mode: '0644', content: \"a\\nb\\n{{ os.timezone }}\\n\"}\n";
+  auto facts = base_facts();
+  facts["files"]["/etc/x.conf"] = {{"exists", false}};
+  EXPECT_EQ(lines(plan_one("  os: {timezone: UTC}\n", step, facts)), Lines{"+ /etc/x.conf: does not exist"});
+
+  facts["files"]["/etc/x.conf"] = {{"exists", true}, {"mode", "0644"}, {"content", "a\nb\nUTC\n"}};
+  EXPECT_EQ(plan_one("  os: {timezone: UTC}\n", step, facts).status, NodeStatus::Unchanged);
+
+  facts["files"]["/etc/x.conf"] = {{"exists", true}, {"mode", "600"}, {"content", "a\nold\nUTC\nextra\n"}};
+  EXPECT_EQ(lines(plan_one("  os: {timezone: UTC}\n", step, facts)),
+            (Lines{"~ /etc/x.conf: content differs (+1 -2 lines)", "~ /etc/x.conf: mode 600, wanted 0644"}));
+}
+
+TEST(Planner, FileComparedBySha256WhenContentIsNotInTheFacts) {
+  const std::string step = "  - {id: f, type: file, path: /etc/x, content: \"hello\\n\"}\n";
+  auto facts = base_facts();
+  // sha256("hello\n")
+  facts["files"]["/etc/x"] = {{"exists", true},
+                              {"sha256", "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"}};
+  EXPECT_EQ(plan_one("  os: {}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["files"]["/etc/x"]["sha256"] = std::string(64, '0');
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"~ /etc/x: content differs"});
+}
+
+TEST(Planner, MissingFactsAreUnknownNotAssumed) {
+  const std::string step = "  - {id: f, type: file, path: /etc/x, content: x}\n";
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, base_facts())),
+            Lines{"? /etc/x: not in the facts; decided on the node"});
+}
+
+TEST(Planner, PackagesInstallUpgradeDowngradeRemove) {
+  const std::string step =
+      "  - {id: driver, type: package, names: [nvidia-driver], version: '{{ gpu.driver_version }}'}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver"] = nullptr;
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts)),
+            Lines{"+ package nvidia-driver: not installed, wanted 550.90.07"});
+  facts["packages"]["nvidia-driver"] = "535.129.03-1";
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts)),
+            Lines{"~ package nvidia-driver: 535.129.03-1 installed, 550.90.07 wanted"});
+  facts["packages"]["nvidia-driver"] = "550.90.07-1";
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '535.129.03'}\n", step, facts)),
+            Lines{"~ package nvidia-driver: 550.90.07-1 installed, 535.129.03 wanted"});
+  // The distribution's revision and epoch do not make a pinned version differ.
+  EXPECT_EQ(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["packages"]["nvidia-driver"] = "1:550.90.07-0ubuntu1";
+  EXPECT_EQ(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts).status, NodeStatus::Unchanged);
+
+  facts["packages"]["telnet"] = "0.17-44";
+  EXPECT_EQ(lines(plan_one("  os: {}\n", "  - {id: p, type: package, names: [telnet], state: absent}\n", facts)),
+            Lines{"- package telnet: 0.17-44 installed, wanted absent"});
+}
+
+TEST(Planner, PackageVersionMatching) {
+  EXPECT_TRUE(package_version_matches("550.90.07", "550.90.07"));
+  EXPECT_TRUE(package_version_matches("550.90.07-1", "550.90.07"));
+  EXPECT_TRUE(package_version_matches("550.90.07+deb12u1", "550.90.07"));
+  EXPECT_TRUE(package_version_matches("1:550.90.07-1", "550.90.07"));
+  EXPECT_FALSE(package_version_matches("550.90.070", "550.90.07"));
+  EXPECT_FALSE(package_version_matches("550.90", "550.90.07"));
+  EXPECT_FALSE(package_version_matches("550.90.07.1", "550.90.07"));
+}
+
+TEST(Planner, ServiceStatesAndRestartOnChange) {
+  const std::string steps =
+      "  - {id: conf, type: file, path: /etc/s.conf, content: new}\n"
+      "  - {id: svc, type: service, name: chrony, enabled: true, state: running, restart_on: [conf]}\n";
+  auto facts = base_facts();
+  facts["files"]["/etc/s.conf"] = {{"exists", true}, {"content", "new"}};
+  facts["services"]["chrony"] = {{"exists", true}, {"enabled", false}, {"active", false}};
+  EXPECT_EQ(lines(plan_one("  os: {}\n", steps, facts)),
+            (Lines{"~ service chrony: disabled, wanted enabled", "~ service chrony: inactive, wanted running"}));
+  facts["services"]["chrony"] = {{"exists", true}, {"enabled", true}, {"active", true}};
+  EXPECT_EQ(plan_one("  os: {}\n", steps, facts).status, NodeStatus::Unchanged);
+  facts["files"]["/etc/s.conf"]["content"] = "old";
+  EXPECT_EQ(lines(plan_one("  os: {}\n", steps, facts)),
+            (Lines{"~ /etc/s.conf: content differs (+1 -1 lines)", "~ service chrony: restart: conf changes"}));
+  facts["services"]["chrony"] = {{"exists", false}};
+  EXPECT_EQ(lines(plan_one("  os: {}\n", steps, facts))[1],
+            "+ service chrony: not installed yet; will be enabled and started");
+}
+
+TEST(Planner, SysctlComparesFieldsNotWhitespace) {
+  const std::string step = "  - {id: s, type: sysctl, values: '{{ os.sysctl }}'}\n";
+  const std::string defaults = "  os: {sysctl: {net.ipv4.tcp_rmem: '4096 87380 134217728', vm.swappiness: 1}}\n";
+  auto facts = base_facts();
+  facts["sysctl"] = {{"net.ipv4.tcp_rmem", "4096\t87380\t134217728"}, {"vm.swappiness", "60"}};
+  EXPECT_EQ(lines(plan_one(defaults, step, facts)), Lines{"~ sysctl vm.swappiness: 60, wanted 1"});
+  facts["sysctl"]["vm.swappiness"] = nullptr;
+  EXPECT_EQ(lines(plan_one(defaults, step, facts)),
+            Lines{"~ sysctl vm.swappiness: not known to this kernel (no /proc/sys entry)"});
+}
+
+TEST(Planner, KernelModulesUseTheKernelsSpelling) {
+  const std::string step = "  - {id: m, type: kernel_module, names: '{{ os.kernel_modules }}'}\n";
+  auto facts = base_facts();
+  facts["kernel_modules"]["loaded"] = {"nvidia_peermem"};
+  EXPECT_EQ(lines(plan_one("  os: {kernel_modules: [nvidia-peermem, ib_ipoib]}\n", step, facts)),
+            Lines{"~ module ib_ipoib: not loaded"});
+}
+
+TEST(Planner, MountFstabAndLiveState) {
+  const std::string step =
+      "  - {id: mount, type: mount, for_each: storage, label: '{{ item.name }}', source: '{{ item.source }}',"
+      " path: '{{ item.mountpoint }}', fstype: '{{ item.type }}', options: \"{{ item.options | join(',') }}\"}\n";
+  const std::string defaults =
+      "  storage:\n    - {name: data, type: sshfs, source: 'root@s:/srv', mountpoint: /mnt/data, options: "
+      "[allow_other, reconnect]}\n";
+  auto facts = base_facts();
+  EXPECT_EQ(lines(plan_one(defaults, step, facts)),
+            (Lines{"+ mount /mnt/data: no fstab entry", "~ mount /mnt/data: not mounted"}));
+  facts["fstab"] = {{{"source", "root@s:/srv"}, {"target", "/mnt/data"}, {"fstype", "fuse.sshfs"},
+                     {"options", "allow_other"}}};
+  facts["mounts"] = {{{"target", "/mnt/data"}, {"source", "root@s:/srv"}, {"fstype", "fuse.sshfs"}}};
+  auto plan = plan_one(defaults, step, facts);
+  EXPECT_EQ(lines(plan), Lines{"~ mount /mnt/data: fstab options allow_other, wanted allow_other,reconnect"});
+  EXPECT_EQ(plan.phases[0].changes[0].step, "mount[data]");
+  facts["fstab"][0]["options"] = "allow_other,reconnect";
+  EXPECT_EQ(plan_one(defaults, step, facts).status, NodeStatus::Unchanged);
+}
+
+TEST(Planner, CommandStepsDecideByTheirCheck) {
+  const std::string step = "  - {id: c, type: command, check: 'test -e /x', run: 'touch /x', rollback: 'rm -f /x'}\n";
+  auto facts = base_facts();
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"? command c: check not run yet; decided on the node"});
+  facts["checks"]["c"] = 1;
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"~ command c: check exited 1"});
+  facts["checks"]["c"] = 0;
+  EXPECT_EQ(plan_one("  os: {}\n", step, facts).status, NodeStatus::Unchanged);
+}
+
+TEST(Planner, RebootOnlyWhenItsTriggerChanges) {
+  const std::string steps =
+      "  - {id: driver, type: package, names: [nvidia-driver], version: '{{ gpu.driver_version }}'}\n"
+      "  - {id: reboot, type: reboot, reboot_on: [driver]}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver"] = "535.129.03-1";
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550.90.07'}\n", steps, facts)),
+            (Lines{"~ package nvidia-driver: 535.129.03-1 installed, 550.90.07 wanted", "~ reboot: driver changes"}));
+  EXPECT_EQ(plan_one("  gpu: {driver_version: '535.129.03'}\n", steps, facts).status, NodeStatus::Unchanged);
+}
+
+TEST(Planner, WhenSkipsSteps) {
+  const std::string step = "  - {id: tz, type: timezone, when: os.timezone, zone: '{{ os.timezone }}'}\n";
+  auto facts = base_facts();
+  facts["timezone"] = "Etc/UTC";
+  EXPECT_EQ(plan_one("  os: {}\n", step, facts).status, NodeStatus::Unchanged);
+  EXPECT_EQ(lines(plan_one("  os: {timezone: UTC}\n", step, facts)), Lines{"~ timezone: is 'Etc/UTC', wanted 'UTC'"});
+}
+
+TEST(Planner, LaterStepsSeeEarlierStepsEffects) {
+  const std::string steps =
+      "  - {id: a, type: package, names: [chrony]}\n"
+      "  - {id: b, type: package, names: '{{ os.packages }}'}\n";
+  auto facts = base_facts();
+  facts["packages"] = {{"chrony", nullptr}, {"jq", nullptr}};
+  EXPECT_EQ(lines(plan_one("  os: {packages: [chrony, jq]}\n", steps, facts)),
+            (Lines{"+ package chrony: not installed", "+ package jq: not installed"}));
+}
+
+TEST(Planner, TemplateErrorFailsOnlyThatNodeWithTheStepLocation) {
+  auto plan = plan_one("  os: {}\n", "  - {id: h, type: hostname, name: '{{ os.timezone }}'}\n", base_facts());
+  EXPECT_EQ(plan.status, NodeStatus::Error);
+  EXPECT_EQ(plan.message, "test.yaml:4:5: step 'h': 'name': undefined variable 'os.timezone'");
+}
+
+TEST(Planner, NoFactsOrUnreachable) {
+  auto spec = spec_with("  os: {}\n");
+  auto set = phase_with("  - {id: h, type: hostname, name: x}\n");
+  auto none = plan_node(spec, spec.nodes[0], set, nullptr);
+  EXPECT_EQ(none.status, NodeStatus::Unreachable);
+  EXPECT_EQ(none.message, "no facts for this node");
+  json down = {{"schema_version", 1}, {"node", "n1"}, {"unreachable", "connection refused"}};
+  auto unreachable = plan_node(spec, spec.nodes[0], set, &down);
+  EXPECT_EQ(unreachable.status, NodeStatus::Unreachable);
+  EXPECT_EQ(unreachable.message, "connection refused");
+}
+
+// The real playbooks on a factory-fresh lab node: apply what the plan
+// says (predicted), plan again: nothing is left. This is the property a
+// second `apply` relies on.
+TEST(Planner, RealPlaybooksConvergeToNoChanges) {
+  auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec);
+  auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/lab-bare.json"),
+                               testing::schema("facts-file"), testing::schema("facts"));
+  ASSERT_TRUE(facts) << facts.error().message;
+  const NodeSpec& node = loaded.spec->nodes[0];
+  json node_facts = facts.value().at(node.name);
+  NodePlan first = plan_node(*loaded.spec, node, testing::playbooks(), &node_facts);
+  ASSERT_EQ(first.status, NodeStatus::Changes) << first.message;
+  EXPECT_EQ(first.phases.size(), 6u) << "every phase but acceptance has work on a bare node";
+  for (const auto& phase : first.phases) {
+    for (const auto& step : phase.steps) predict_facts_after(step, node_facts);
+  }
+  NodePlan second = plan_node(*loaded.spec, node, testing::playbooks(), &node_facts);
+  EXPECT_EQ(second.status, NodeStatus::Unchanged) << testing::diagnostics_text({}) << [&] {
+    std::string text;
+    for (const auto& l : lines(second)) text += l + "\n";
+    return text;
+  }();
+}
+
+TEST(Planner, PlanDocumentMatchesItsSchema) {
+  auto loaded = load_spec_file(testing::source_path("examples/h200-expansion.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec);
+  auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
+                               testing::schema("facts-file"), testing::schema("facts"));
+  ASSERT_TRUE(facts) << facts.error().message;
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : loaded.spec->nodes) nodes.push_back(&n);
+  Plan plan = make_plan(*loaded.spec, nodes, testing::playbooks(), facts.value(), "2026-11-30T00:00:00Z");
+  const PlanSummary summary = plan.summary();
+  EXPECT_EQ(summary.nodes, 128u);
+  EXPECT_EQ(summary.unreachable, 1u);
+  EXPECT_EQ(summary.to_change, 127u);
+  const json document = plan_to_json(plan);
+  const auto problems = testing::schema("plan").validate_json(document);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+}
+
+}  // namespace
+}  // namespace gpuexpand
