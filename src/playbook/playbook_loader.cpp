@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "gpuexpand/playbook/expression.hpp"
@@ -83,9 +84,16 @@ class PlaybookChecker {
       error(pointer, variables.error().message);
       return;
     }
+    // template_variables lists each root and each full path; report the
+    // longest path once per unknown root.
+    std::map<std::string, std::string> unknown;
     for (const auto& variable : *variables) {
       const std::string root = variable.substr(0, variable.find_first_of(".["));
       if (std::find(kVariableRoots.begin(), kVariableRoots.end(), root) != kVariableRoots.end()) continue;
+      std::string& longest = unknown[root];
+      if (variable.size() > longest.size()) longest = variable;
+    }
+    for (const auto& [root, variable] : unknown) {
       std::string message = "unknown variable '" + variable + "'";
       if (auto suggestion = closest_match(root, kVariableRoots)) message += " (did you mean '" + *suggestion + "'?)";
       error(pointer, message);

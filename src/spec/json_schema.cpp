@@ -6,6 +6,9 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 
 #include "gpuexpand/util/spellcheck.hpp"
@@ -17,6 +20,18 @@ struct JsonSchema::Compiled {
 };
 
 namespace {
+
+// Schema patterns compiled once per process: std::regex construction costs
+// more than matching, and a 10,000-node spec checks the same few patterns
+// over and over.
+const std::regex& cached_regex(const std::string& pattern) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<std::regex>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[pattern];
+  if (!slot) slot = std::make_unique<std::regex>(pattern);
+  return *slot;
+}
 
 bool starts_with(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -161,7 +176,7 @@ const nlohmann::json* JsonSchema::child_schema(const nlohmann::json& node, const
   if (s.contains("properties") && s["properties"].contains(token)) return &resolve(s["properties"][token]);
   if (s.contains("patternProperties")) {
     for (const auto& [pattern, sub] : s["patternProperties"].items()) {
-      if (std::regex_search(token, std::regex(pattern))) return &resolve(sub);
+      if (std::regex_search(token, cached_regex(pattern))) return &resolve(sub);
     }
   }
   if (s.contains("additionalProperties") && s["additionalProperties"].is_object()) {
@@ -235,7 +250,7 @@ class KeyWalker {
       if (ignored_.count(child)) continue;
       if (s.contains("propertyNames") && s["propertyNames"].contains("pattern")) {
         const std::string pattern = s["propertyNames"]["pattern"].get<std::string>();
-        if (!std::regex_search(key, std::regex(pattern))) {
+        if (!std::regex_search(key, cached_regex(pattern))) {
           report(child, true, "invalid key '" + key + "' in " + human_path(pointer));
           continue;
         }

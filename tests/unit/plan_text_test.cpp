@@ -1,0 +1,85 @@
+// Human plan output: markers, reasons, folding of identical nodes with the
+// node's own values abstracted, and the summary line.
+
+#include <gtest/gtest.h>
+
+#include "gpuexpand/plan/plan_text.hpp"
+
+namespace gpuexpand {
+namespace {
+
+NodePlan changed(const std::string& name, const std::string& address, const std::string& reason) {
+  NodePlan n;
+  n.node = name;
+  n.address = address;
+  n.status = NodeStatus::Changes;
+  n.phases.push_back({"os-init", {{"hostname", "hostname", ChangeAction::Update, "hostname", reason}}, {}});
+  return n;
+}
+
+NodePlan with_status(const std::string& name, NodeStatus status, const std::string& message = "") {
+  NodePlan n;
+  n.node = name;
+  n.address = name;
+  n.status = status;
+  n.message = message;
+  return n;
+}
+
+Plan sample() {
+  Plan plan;
+  plan.cluster = "lab";
+  plan.spec_file = "lab.yaml";
+  plan.nodes.push_back(changed("n1", "10.0.0.1", "is 'debian', wanted 'n1'"));
+  plan.nodes.push_back(changed("n2", "10.0.0.2", "is 'debian', wanted 'n2'"));
+  plan.nodes.push_back(changed("n10", "10.0.0.10", "is 'n1', wanted 'n10'"));
+  plan.nodes.push_back(with_status("n3", NodeStatus::Unchanged));
+  plan.nodes.push_back(with_status("n4", NodeStatus::Unchanged));
+  plan.nodes.push_back(with_status("n5", NodeStatus::Unreachable, "connection refused"));
+  return plan;
+}
+
+TEST(PlanText, FoldsNodesWhosePlansDifferOnlyInTheirOwnName) {
+  EXPECT_EQ(render_plan_text(sample(), {}),
+            "Plan for cluster lab (lab.yaml)\n"
+            "\n"
+            "n[1-2] (2 nodes, same plan; {node.name} and {node.address} stand for each node's own)\n"
+            "  os-init\n"
+            "    ~ hostname: is 'debian', wanted '{node.name}'\n"
+            "\n"
+            "n10\n"
+            "  os-init\n"
+            "    ~ hostname: is 'n1', wanted 'n10'\n"
+            "\n"
+            "n[3-4]: no changes\n"
+            "\n"
+            "n5: unreachable: connection refused\n"
+            "\n"
+            "6 nodes: 3 to change, 2 unchanged, 1 unreachable\n");
+}
+
+TEST(PlanText, NoFoldShowsEveryNode) {
+  PlanTextOptions options;
+  options.fold = false;
+  const std::string text = render_plan_text(sample(), options);
+  EXPECT_NE(text.find("\nn1\n  os-init\n    ~ hostname: is 'debian', wanted 'n1'\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nn3: no changes\n"), std::string::npos) << text;
+}
+
+TEST(PlanText, StepsAndColours) {
+  PlanTextOptions options;
+  options.show_steps = true;
+  options.color = true;
+  const std::string text = render_plan_text(sample(), options);
+  EXPECT_NE(text.find("    \033[33m~\033[0m hostname: is 'n1', wanted 'n10'  [hostname]\n"), std::string::npos) << text;
+}
+
+TEST(PlanText, SummaryCountsPlanningErrors) {
+  Plan plan = sample();
+  plan.nodes.push_back(with_status("n6", NodeStatus::Error, "x.yaml:1:1: boom"));
+  EXPECT_EQ(plan_summary_line(plan), "7 nodes: 3 to change, 2 unchanged, 1 unreachable, 1 failed to plan");
+  EXPECT_NE(render_plan_text(plan, {}).find("\nn6: cannot plan: x.yaml:1:1: boom\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuexpand
