@@ -47,8 +47,14 @@ int run_plan(Context& context, const PlanOptions& options) {
     if (!options.out_file.empty()) std::cout << "Saved the plan to " << options.out_file << "\n";
   }
 
+  // An unreachable node's state is unknown: the plan is incomplete, so it
+  // cannot report "nothing to change" (0) or only "changes" (2).
   const PlanSummary summary = plan.summary();
-  if (summary.errors > 0) return kExitError;
+  if (summary.errors > 0 || summary.unreachable > 0) {
+    std::cerr << "gpuexpand: the plan is incomplete: " << summary.unreachable << " unreachable, " << summary.errors
+              << " failed to plan\n";
+    return kExitError;
+  }
   if (options.detailed_exitcode && plan.has_changes()) return kExitChanges;
   return kExitOk;
 }
@@ -64,7 +70,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
-  cmd->add_flag("--detailed-exitcode", options->detailed_exitcode, "Exit 0: no changes, 2: changes pending, 1: error");
+  cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
+                "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");
   cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
   cmd->footer("Examples:\n  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n\n"

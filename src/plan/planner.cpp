@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <regex>
 
 #include "gpuexpand/plan/plan.hpp"
@@ -40,37 +41,64 @@ bool is_shell_parameter(const std::string& key) { return key == "run" || key == 
 
 // A parameter that is exactly one "{{ path }}" keeps the value's JSON type
 // (a list stays a list: `names: "{{ os.packages }}"`), as Ansible does.
-Result<json> render_value(const json& value, const json& vars, bool shell) {
+// Only a whole parameter does: inside a list or mapping, every string is
+// rendered as text, so a list never nests inside a list by accident.
+Result<json> render_value(const json& value, const json& vars, bool shell, bool top_level) {
   if (value.is_string()) {
-    static const std::regex whole(R"(^\{\{\s*([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*|\[[0-9]+\])*)\s*\}\}$)");
+    static const std::regex whole(R"(^\{\{\s*([A-Za-z_][A-Za-z0-9_-]*(\.[A-Za-z_][A-Za-z0-9_-]*|\[[0-9]+\])*)\s*\}\}$)");
     const std::string text = value.get<std::string>();
     std::smatch match;
-    if (!shell && std::regex_match(text, match, whole)) {
+    if (top_level && !shell && std::regex_match(text, match, whole)) {
       if (const json* found = lookup_path(vars, match[1].str()); found && !found->is_null()) return *found;
     }
     auto rendered = render_template(text, vars, shell ? TemplateContext::Shell : TemplateContext::Text);
     if (!rendered) return rendered.error();
     return json(rendered.value());
   }
-  if (value.is_array()) {
-    json out = json::array();
-    for (const auto& element : value) {
-      auto r = render_value(element, vars, shell);
+  if (value.is_array() || value.is_object()) {
+    json out = value.is_array() ? json::array() : json::object();
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      auto r = render_value(*it, vars, shell, false);
       if (!r) return r.error();
-      out.push_back(std::move(r.value()));
+      if (value.is_array()) {
+        out.push_back(std::move(r.value()));
+      } else {
+        out[it.key()] = std::move(r.value());
+      }
     }
     return out;
   }
   return value;
 }
 
-Result<json> render_params(const json& params, const json& vars) {
+// Parameter shapes a type needs once templates are rendered; the playbook
+// loader cannot know them because `names: "{{ os.packages }}"` is a string
+// until it is rendered.
+Result<void> check_rendered_shape(const std::string& type, const json& params) {
+  auto need = [&](const char* key, bool ok, const char* what) -> Result<void> {
+    if (!params.contains(key) || ok) return {};
+    return make_error("'" + std::string(key) + "' must be " + what + ", got " + params[key].dump());
+  };
+  const auto is_list_or_string = [](const json& v) {
+    if (v.is_string()) return true;
+    if (!v.is_array()) return false;
+    return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
+  };
+  if (type == "sysctl") return need("values", params.contains("values") && params["values"].is_object(), "a mapping");
+  if (type == "package" || type == "kernel_module") {
+    return need("names", params.contains("names") && is_list_or_string(params["names"]), "a name or a list of names");
+  }
+  return {};
+}
+
+Result<json> render_params(const std::string& type, const json& params, const json& vars) {
   json out = json::object();
   for (const auto& [key, value] : params.items()) {
-    auto r = render_value(value, vars, is_shell_parameter(key));
+    auto r = render_value(value, vars, is_shell_parameter(key), true);
     if (!r) return make_error("'" + key + "': " + r.error().message);
     out[key] = std::move(r.value());
   }
+  if (auto shape = check_rendered_shape(type, out); !shape) return shape.error();
   return out;
 }
 
@@ -86,7 +114,7 @@ struct PhasePlanner {
   json& vars;
   json& facts;
   PhasePlan plan{phase.name, {}, {}};
-  std::set<std::string> changed;
+  ChangedSteps changed;
 
   Result<void> plan_step(const Step& step) {
     if (step.for_each.empty()) return plan_instance(step, step.id);
@@ -114,12 +142,14 @@ struct PhasePlanner {
       if (!condition) return make_error(located(step, "when: " + condition.error().message));
       if (!condition.value()) return {};
     }
-    auto params = render_params(step.params, vars);
+    auto params = render_params(step.type, step.params, vars);
     if (!params) return make_error(located(step, params.error().message));
     StepInstance instance{&step, key, std::move(params.value())};
     auto changes = decide_step(instance, facts, changed);
     if (!changes.empty()) {
-      changed.insert(step.id);
+      const bool certain = std::any_of(changes.begin(), changes.end(),
+                                       [](const PlannedChange& c) { return c.action != ChangeAction::Unknown; });
+      changed[step.id] = changed[step.id] || certain;
       plan.steps.push_back({key, step.id, step.type, instance.params});
       predict_facts_after(plan.steps.back(), facts);
     }

@@ -1,5 +1,7 @@
 #include "gpuexpand/plan/predict.hpp"
 
+#include "gpuexpand/plan/step_decisions.hpp"
+
 #include <algorithm>
 
 namespace gpuexpand {
@@ -32,22 +34,6 @@ void set_ownership(json& entry, const json& params) {
   for (const char* key : {"mode", "owner", "group"}) {
     if (params.contains(key)) entry[key] = params[key];
   }
-}
-
-std::string fstab_type(const std::string& type) {
-  return type == "sshfs" ? "fuse.sshfs" : (type == "bind" ? "none" : type);
-}
-
-std::string joined_options(const json& options, const std::string& type) {
-  std::string out;
-  if (options.is_array()) {
-    for (const auto& o : options) out += (out.empty() ? "" : ",") + o.get<std::string>();
-  } else if (options.is_string()) {
-    out = options.get<std::string>();
-  }
-  if (out.empty()) out = "defaults";
-  if (type == "bind") out = out == "defaults" ? "bind" : "bind," + out;
-  return out;
 }
 
 }  // namespace
@@ -95,7 +81,7 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
   } else if (type == "service") {
     json& service = facts["services"][text(p, "name")];
     service["exists"] = true;
-    service["enabled"] = p.value("enabled", true) == true;
+    service["enabled"] = bool_param(p, "enabled", true);
     service["active"] = text(p, "state", "running") == "running";
   } else if (type == "sysctl") {
     if (p.contains("values") && p["values"].is_object()) {
@@ -111,21 +97,18 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
       if (std::find(loaded.begin(), loaded.end(), name) == loaded.end()) loaded.push_back(name);
     }
   } else if (type == "mount") {
-    const std::string path = text(p, "path");
-    const std::string fs = text(p, "fstype");
-    json entry = {{"source", text(p, "source")}, {"target", path}, {"fstype", fstab_type(fs)},
-                  {"options", joined_options(p.value("options", json()), fs)}, {"dump", 0}, {"pass", 0}};
-    json& fstab = facts["fstab"];
-    if (!fstab.is_array()) fstab = json::array();
-    fstab.erase(std::remove_if(fstab.begin(), fstab.end(), [&](const json& e) { return e.value("target", "") == path; }),
-                fstab.end());
-    fstab.push_back(entry);
-    json& mounts = facts["mounts"];
-    if (!mounts.is_array()) mounts = json::array();
-    mounts.erase(std::remove_if(mounts.begin(), mounts.end(), [&](const json& m) { return m.value("target", "") == path; }),
-                 mounts.end());
-    mounts.push_back({{"target", path}, {"source", entry["source"]}, {"fstype", entry["fstype"]},
-                      {"options", entry["options"]}});
+    const FstabFields f = mount_fstab_fields(p);
+    json entry = {{"source", f.source}, {"target", f.target}, {"fstype", f.fstype}, {"options", f.options},
+                  {"dump", 0}, {"pass", 0}};
+    auto drop_target = [&](json& list) {
+      if (!list.is_array()) list = json::array();
+      list.erase(std::remove_if(list.begin(), list.end(), [&](const json& e) { return e.value("target", "") == f.target; }),
+                 list.end());
+    };
+    drop_target(facts["fstab"]);
+    facts["fstab"].push_back(entry);
+    drop_target(facts["mounts"]);
+    facts["mounts"].push_back({{"target", f.target}, {"source", f.source}, {"fstype", f.fstype}, {"options", f.options}});
   } else if (type == "command") {
     facts["checks"][step.key] = 0;
   }

@@ -1,6 +1,7 @@
 #include "gpuexpand/plan/step_decisions.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 
 #include "gpuexpand/util/digest.hpp"
@@ -59,7 +60,7 @@ std::string normalize_mode(const std::string& mode) {
 struct Decider {
   const StepInstance& instance;
   const json& facts;
-  const std::set<std::string>& changed;
+  const ChangedSteps& changed;
   std::vector<PlannedChange> out;
 
   void add(ChangeAction action, const std::string& target, const std::string& reason) {
@@ -187,8 +188,17 @@ struct Decider {
     }
   }
 
-  bool any_changed(const std::vector<std::string>& ids) const {
-    return std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return changed.count(id) > 0; });
+  // Certain when a listed step certainly changes; unknown when only '?'
+  // changes were planned for them; nullopt when none changes.
+  std::optional<ChangeAction> trigger(const std::vector<std::string>& ids) const {
+    std::optional<ChangeAction> result;
+    for (const auto& id : ids) {
+      auto it = changed.find(id);
+      if (it == changed.end()) continue;
+      if (it->second) return ChangeAction::Update;
+      result = ChangeAction::Unknown;
+    }
+    return result;
   }
 
   std::string changed_list(const std::vector<std::string>& ids) const {
@@ -204,9 +214,9 @@ struct Decider {
     const std::string target = "service " + name;
     const json* services = find(facts, "services");
     const json* s = services ? find(*services, name) : nullptr;
-    const bool want_enabled = params().value("enabled", true) == true;
+    const bool want_enabled = bool_param(params(), "enabled", true);
     const std::string want_state = str(params(), "state", "running");
-    const bool restart = any_changed(instance.step->restart_on);
+    const auto restart = trigger(instance.step->restart_on);
     if (!s) {
       add(ChangeAction::Unknown, target, "not in the facts; decided on the node");
       return;
@@ -228,7 +238,8 @@ struct Decider {
     } else if (want_state == "stopped" && active) {
       add(ChangeAction::Update, target, "running, wanted stopped");
     } else if (restart && active && want_state == "running") {
-      add(ChangeAction::Update, target, "restart: " + changed_list(instance.step->restart_on) + " changes");
+      add(*restart, target, std::string(*restart == ChangeAction::Update ? "restart: " : "restart if ") +
+                                changed_list(instance.step->restart_on) + " changes");
     }
   }
 
@@ -268,26 +279,9 @@ struct Decider {
     }
   }
 
-  static std::string options_text(const json& options) {
-    if (options.is_array()) {
-      std::string text;
-      for (const auto& o : options) text += (text.empty() ? "" : ",") + (o.is_string() ? o.get<std::string>() : o.dump());
-      return text;
-    }
-    return options.is_string() ? options.get<std::string>() : "defaults";
-  }
-
-  static std::string fstab_type(const std::string& type) {
-    return type == "sshfs" ? "fuse.sshfs" : (type == "bind" ? "none" : type);
-  }
-
   void mount() {
-    const std::string path = str(params(), "path");
-    const std::string source = str(params(), "source");
-    const std::string type = fstab_type(str(params(), "fstype"));
-    std::string options = options_text(params().value("options", json("defaults")));
-    if (str(params(), "fstype") == "bind") options = options == "defaults" ? "bind" : "bind," + options;
-    const std::string target = "mount " + path;
+    const FstabFields wanted = mount_fstab_fields(params());
+    const std::string target = "mount " + wanted.target;
     const json* fstab = find(facts, "fstab");
     const json* mounts = find(facts, "mounts");
     if (!fstab || !mounts) {
@@ -296,18 +290,21 @@ struct Decider {
     }
     const json* entry = nullptr;
     for (const auto& e : *fstab) {
-      if (str(e, "target") == path) entry = &e;
+      if (str(e, "target") == wanted.target) entry = &e;
     }
     if (!entry) {
       add(ChangeAction::Create, target, "no fstab entry");
     } else {
-      if (str(*entry, "source") != source) add(ChangeAction::Update, target, "fstab source " + str(*entry, "source") + ", wanted " + source);
-      if (str(*entry, "fstype") != type) add(ChangeAction::Update, target, "fstab type " + str(*entry, "fstype") + ", wanted " + type);
-      if (str(*entry, "options", "defaults") != options) {
-        add(ChangeAction::Update, target, "fstab options " + str(*entry, "options", "defaults") + ", wanted " + options);
+      for (const auto& [field, value] : {std::pair{"source", wanted.source}, std::pair{"fstype", wanted.fstype},
+                                         std::pair{"options", wanted.options}}) {
+        const std::string current = str(*entry, field, std::string(field) == "options" ? "defaults" : "");
+        if (current != value) {
+          add(ChangeAction::Update, target,
+              std::string("fstab ") + (std::string(field) == "fstype" ? "type" : field) + " " + current + ", wanted " + value);
+        }
       }
     }
-    const bool mounted = std::any_of(mounts->begin(), mounts->end(), [&](const json& m) { return str(m, "target") == path; });
+    const bool mounted = std::any_of(mounts->begin(), mounts->end(), [&](const json& m) { return str(m, "target") == wanted.target; });
     if (!mounted) add(ChangeAction::Update, target, "not mounted");
   }
 
@@ -323,8 +320,9 @@ struct Decider {
   }
 
   void reboot() {
-    if (any_changed(instance.step->reboot_on)) {
-      add(ChangeAction::Update, "reboot", changed_list(instance.step->reboot_on) + " changes");
+    if (auto why = trigger(instance.step->reboot_on)) {
+      add(*why, "reboot", std::string(*why == ChangeAction::Update ? "" : "if ") +
+                              changed_list(instance.step->reboot_on) + " changes");
     }
   }
 
@@ -347,8 +345,38 @@ struct Decider {
 
 }  // namespace
 
+bool bool_param(const nlohmann::json& params, const char* key, bool fallback) {
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  if (it->is_boolean()) return it->get<bool>();
+  if (it->is_string()) {
+    const std::string v = it->get<std::string>();
+    if (v == "true" || v == "yes" || v == "1") return true;
+    if (v == "false" || v == "no" || v == "0") return false;
+  }
+  return fallback;
+}
+
+FstabFields mount_fstab_fields(const nlohmann::json& params) {
+  FstabFields f;
+  f.source = str(params, "source");
+  f.target = str(params, "path");
+  const std::string type = str(params, "fstype");
+  // fstab(5) names: FUSE filesystems carry their helper, bind mounts have no type.
+  f.fstype = type == "sshfs" ? "fuse.sshfs" : (type == "bind" ? "none" : type);
+  const json options = params.value("options", json("defaults"));
+  if (options.is_array()) {
+    for (const auto& o : options) f.options += (f.options.empty() ? "" : ",") + (o.is_string() ? o.get<std::string>() : o.dump());
+  } else if (options.is_string()) {
+    f.options = options.get<std::string>();
+  }
+  if (f.options.empty()) f.options = "defaults";
+  if (type == "bind") f.options = f.options == "defaults" ? "bind" : "bind," + f.options;
+  return f;
+}
+
 std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
-                                       const std::set<std::string>& changed_steps) {
+                                       const ChangedSteps& changed_steps) {
   Decider decider{instance, facts, changed_steps, {}};
   decider.decide();
   return std::move(decider.out);

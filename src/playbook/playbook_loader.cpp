@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -100,6 +101,18 @@ class PlaybookChecker {
     }
   }
 
+  // Strings anywhere inside a parameter (list items, mapping values) are
+  // templates too.
+  void check_templates_in(const nlohmann::json& value, const std::string& pointer, TemplateContext context) {
+    if (value.is_string()) {
+      check_template(value.get<std::string>(), pointer, context);
+    } else if (value.is_array()) {
+      for (size_t i = 0; i < value.size(); ++i) check_templates_in(value[i], pointer + "/" + std::to_string(i), context);
+    } else if (value.is_object()) {
+      for (const auto& [k, v] : value.items()) check_templates_in(v, json_pointer_append(pointer, k), context);
+    }
+  }
+
   void check_references(const std::vector<std::string>& names, const std::set<std::string>& earlier,
                         const std::string& pointer) {
     for (size_t j = 0; j < names.size(); ++j) {
@@ -147,10 +160,8 @@ class PlaybookChecker {
       }
       if (key == "restart_on" || key == "reboot_on") continue;
       step.params[key] = value;
-      if (value.is_string()) {
-        check_template(value.get<std::string>(), pointer + "/" + key,
-                       is_shell_parameter(key) ? TemplateContext::Shell : TemplateContext::Text);
-      }
+      check_templates_in(value, pointer + "/" + key,
+                         is_shell_parameter(key) ? TemplateContext::Shell : TemplateContext::Text);
     }
     for (auto required : type->required) {
       const std::string key(required);
@@ -193,7 +204,10 @@ std::optional<PlaybookSet> load_playbooks(const std::string& data_dir, const Jso
       continue;
     }
     all_text += path + '\n' + *text + '\n';
-    if (auto phase = load_playbook_text(*text, path, schema, diagnostics)) set.phases.push_back(std::move(*phase));
+    // Diagnostics name the file the operator can open: the real path under
+    // --data-dir, the source-tree path for the embedded copies.
+    const std::string shown = data_dir.empty() ? path : (std::filesystem::path(data_dir) / path).string();
+    if (auto phase = load_playbook_text(*text, shown, schema, diagnostics)) set.phases.push_back(std::move(*phase));
   }
   if (diagnostics.size() != before) return std::nullopt;
   const auto& order = phase_order();

@@ -557,6 +557,9 @@ class ShellTracker {
 
   std::optional<std::string> unsafe_reason() const {
     if (escaped_) return "right after a backslash";
+    // "${{ x }}" would render $'x': bash's ANSI-C quoting, where \' inside
+    // the value no longer ends the string (and a bare word becomes $word).
+    if (prev_ == '$') return "right after '$'";
     switch (stack_.back()) {
       case State::Single:
       case State::AnsiC:

@@ -13,6 +13,19 @@ void forget_subtree(OriginMap& origins, const std::string& pointer) {
   }
 }
 
+// A mapping taken whole from one layer is about to receive keys from
+// another: record each existing child's own origin first, so the children
+// the new layer leaves alone still point at the layer they came from.
+void split_whole_mapping(OriginMap& origins, const std::string& here, const nlohmann::json& existing) {
+  auto it = origins.find(here);
+  if (it == origins.end() || !it->second.whole) return;
+  const std::string from = it->second.pointer;
+  for (const auto& [key, _] : existing.items()) {
+    origins[json_pointer_append(here, key)] = {json_pointer_append(from, key), true};
+  }
+  it->second.whole = false;
+}
+
 }  // namespace
 
 void deep_merge(nlohmann::json& target, const nlohmann::json& layer, const std::string& layer_pointer,
@@ -28,26 +41,24 @@ void deep_merge(nlohmann::json& target, const nlohmann::json& layer, const std::
       continue;
     }
     if (value.is_object() && target.contains(key) && target[key].is_object()) {
-      origins[here] = from;
+      split_whole_mapping(origins, here, target[key]);
       deep_merge(target[key], value, from, origins, here);
       continue;
     }
     forget_subtree(origins, here);
     target[key] = value;
-    origins[here] = from;
+    origins[here] = {from, true};
   }
 }
 
 std::string origin_of(const OriginMap& origins, const std::string& effective_pointer) {
-  for (std::string p = effective_pointer;;) {
-    if (auto it = origins.find(p); it != origins.end()) {
-      // Deeper parts of a replaced value keep their relative path.
-      return it->second + effective_pointer.substr(p.size());
-    }
-    auto slash = p.rfind('/');
-    if (slash == std::string::npos || p.empty()) return "";
-    p = p.substr(0, slash);
+  if (auto it = origins.find(effective_pointer); it != origins.end()) return it->second.pointer;
+  for (std::string p = effective_pointer; !p.empty();) {
+    p = p.substr(0, p.rfind('/'));
+    auto it = origins.find(p);
+    if (it != origins.end() && it->second.whole) return it->second.pointer + effective_pointer.substr(p.size());
   }
+  return "";
 }
 
 }  // namespace gpuexpand

@@ -258,7 +258,8 @@ class SpecBuilder {
     for (auto& mount : settings["storage"]) {
       if (!mount.is_object()) continue;
       auto it = mount.find("options");
-      if (it == mount.end() || (it->is_string() && it->get<std::string>().empty())) {
+      if (it == mount.end() || (it->is_string() && it->get<std::string>().empty()) ||
+          (it->is_array() && it->empty())) {
         mount["options"] = nlohmann::json::array({"defaults"});
       } else if (it->is_string()) {
         nlohmann::json list = nlohmann::json::array();

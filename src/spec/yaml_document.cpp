@@ -119,10 +119,17 @@ class Converter {
                                 "'<<' merges mappings only"});
         continue;
       }
+      // Converting the merged mapping records marks under this pointer;
+      // keys written locally keep theirs.
+      std::unordered_map<std::string, YamlMarks> local;
+      for (const auto& [k, _] : out.items()) {
+        if (auto* m = doc_.find_marks(json_pointer_append(pointer, k))) local[k] = *m;
+      }
       nlohmann::json merged = convert_map(map, pointer);
       for (auto& [k, v] : merged.items()) {
         if (!out.contains(k)) out[k] = v;
       }
+      for (auto& [k, m] : local) doc_.marks[json_pointer_append(pointer, k)] = m;
     }
   }
 

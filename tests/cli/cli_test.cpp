@@ -135,7 +135,8 @@ TEST(Cli, PlanWithoutFactsSaysWhatIsMissing) {
 
 TEST(Cli, PlanFoldsIdenticalNodesAndSummarises) {
   auto r = run_gpuexpand({"plan", kH200Spec, "--facts", kH200Facts});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << "one node unreachable: the plan is incomplete";
+  EXPECT_EQ(r.err, "gpuexpand: the plan is incomplete: 1 unreachable, 0 failed to plan\n");
   EXPECT_NE(r.out.find("gpu-node-[001-076,078-096] (95 nodes, same plan;"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("    ~ package nvidia-driver: 535.129.03-1 installed, 550.90.07 wanted\n"), std::string::npos);
   EXPECT_NE(r.out.find("gpu-node-077: unreachable: connection timed out after 10 s\n"), std::string::npos);

@@ -153,6 +153,42 @@ TEST(Planner, ServiceStatesAndRestartOnChange) {
             "+ service chrony: not installed yet; will be enabled and started");
 }
 
+TEST(Planner, RestartOnAnUnknownChangeIsUnknown) {
+  const std::string steps =
+      "  - {id: conf, type: file, path: /etc/s.conf, content: new}\n"
+      "  - {id: svc, type: service, name: chrony, restart_on: [conf]}\n";
+  auto facts = base_facts();
+  facts["services"]["chrony"] = {{"exists", true}, {"enabled", true}, {"active", true}};
+  EXPECT_EQ(lines(plan_one("  os: {}\n", steps, facts)),
+            (Lines{"? /etc/s.conf: not in the facts; decided on the node", "? service chrony: restart if conf changes"}));
+}
+
+TEST(Planner, BooleanParametersMayBeTemplates) {
+  const std::string step =
+      "  - {id: svc, type: service, name: nvidia-persistenced, enabled: '{{ gpu.persistence_mode }}'}\n";
+  auto facts = base_facts();
+  facts["services"]["nvidia-persistenced"] = {{"exists", true}, {"enabled", true}, {"active", true}};
+  EXPECT_EQ(lines(plan_one("  gpu: {persistence_mode: false}\n", step, facts)),
+            Lines{"~ service nvidia-persistenced: enabled, wanted disabled"});
+}
+
+TEST(Planner, TemplatesInsideMappingsAndListsAreRendered) {
+  const std::string steps =
+      "  - {id: s, type: sysctl, values: {vm.swappiness: '{{ os.timezone }}'}}\n"
+      "  - {id: p, type: package, names: ['{{ os.timezone }}-tools']}\n";
+  auto facts = base_facts();
+  facts["sysctl"]["vm.swappiness"] = "60";
+  facts["packages"]["UTC-tools"] = nullptr;
+  EXPECT_EQ(lines(plan_one("  os: {timezone: UTC}\n", steps, facts)),
+            (Lines{"~ sysctl vm.swappiness: 60, wanted UTC", "+ package UTC-tools: not installed"}));
+}
+
+TEST(Planner, ParameterShapeIsCheckedAfterRendering) {
+  auto plan = plan_one("  os: {timezone: UTC}\n", "  - {id: s, type: sysctl, values: '{{ os.timezone }}'}\n", base_facts());
+  EXPECT_EQ(plan.status, NodeStatus::Error);
+  EXPECT_EQ(plan.message, "test.yaml:4:5: step 's': 'values' must be a mapping, got \"UTC\"");
+}
+
 TEST(Planner, SysctlComparesFieldsNotWhitespace) {
   const std::string step = "  - {id: s, type: sysctl, values: '{{ os.sysctl }}'}\n";
   const std::string defaults = "  os: {sysctl: {net.ipv4.tcp_rmem: '4096 87380 134217728', vm.swappiness: 1}}\n";

@@ -211,6 +211,8 @@ TEST(TemplateSecurity, PlaceholdersWhereQuotingWouldNotHoldAreRejected) {
             "'{{' at offset 10 is after a here-document operator '<<'" + tail);
   EXPECT_EQ(shell_error("cat <<{{ node.name }}"),
             "'{{' at offset 6 is after a here-document operator '<<'" + tail);
+  // $'…' is ANSI-C quoting in bash: a value with \' would break out.
+  EXPECT_EQ(shell_error("printf '%s' ${{ node.name }}"), "'{{' at offset 13 is right after '$'" + tail);
 }
 
 TEST(TemplateSecurity, PlaceholdersWhereABareWordCanStandAreAccepted) {

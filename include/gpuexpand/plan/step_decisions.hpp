@@ -4,6 +4,7 @@
 // change is a step that applies one, and the other way round.
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,10 +19,22 @@ struct StepInstance {
   nlohmann::json params;   // rendered: no templates left
 };
 
-// `changed_steps`: ids of earlier steps of the same phase that plan
-// changes (for restart_on / reboot_on).
+// Earlier steps of the same phase that plan changes (for restart_on and
+// reboot_on): id -> true when a change is certain, false when only
+// unknown ('?') changes were planned.
+using ChangedSteps = std::map<std::string, bool>;
+
 std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
-                                       const std::set<std::string>& changed_steps);
+                                       const ChangedSteps& changed_steps);
+
+// A boolean parameter that may arrive as a rendered template ("true").
+bool bool_param(const nlohmann::json& params, const char* key, bool fallback);
+
+// The fstab fields a mount step wants; decisions and predictions share it.
+struct FstabFields {
+  std::string source, target, fstype, options;
+};
+FstabFields mount_fstab_fields(const nlohmann::json& params);
 
 // Whether an installed package version satisfies a wanted one: equal, or
 // equal up to the distribution's epoch ("1:") and revision ("-1", "+deb12").
