@@ -221,23 +221,12 @@ class SpecBuilder {
       return;
     }
 
-    // Precedence, lowest first: defaults, rack, groups in the order the
-    // entry lists them, then the entry's own settings.
-    nlohmann::json settings = nlohmann::json::object();
-    OriginMap origins;
-    if (const auto* defaults = member(root_, "defaults")) deep_merge(settings, *defaults, "/defaults", origins);
-    if (rack_layer) deep_merge(settings, settings_layer(*rack_layer, false), "/racks/" + rack, origins);
-    for (const auto& [group, layer] : group_layers) {
-      deep_merge(settings, settings_layer(*layer, false), "/groups/" + group, origins);
-    }
-    deep_merge(settings, settings_layer(entry, true), pointer, origins);
-    apply_derived_defaults(settings);
-    check_settings(settings, origins);
-
-    auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
+    auto shared = effective_settings(entry, pointer, rack, rack_layer, group_layers);
     const SourceLocation where = doc_.value_location(pointer + (hosts ? "/hosts" : "/name"));
     check_duplicates(names, addrs, index, where, pointer, hosts.has_value());
-    nodes.reserve(nodes.size() + names.size());
+    // Grow geometrically: reserving exactly per entry would copy every node
+    // again for each of 10,000 single-node entries.
+    if (nodes.capacity() < nodes.size() + names.size()) nodes.reserve(std::max(nodes.size() + names.size(), 2 * nodes.capacity()));
     for (size_t k = 0; k < names.size(); ++k) {
       NodeSpec node;
       node.name = names[k];
@@ -249,6 +238,35 @@ class SpecBuilder {
       node.where = where;
       nodes.push_back(std::move(node));
     }
+  }
+
+  // Precedence, lowest first: defaults, rack, groups in the order the
+  // entry lists them, then the entry's own settings. Entries without
+  // settings of their own share one merged object per (rack, groups): a
+  // spec of 10,000 single-node entries merges once, not 10,000 times.
+  std::shared_ptr<const nlohmann::json> effective_settings(
+      const nlohmann::json& entry, const std::string& pointer, const std::string& rack,
+      const nlohmann::json* rack_layer, const std::vector<std::pair<std::string, const nlohmann::json*>>& group_layers) {
+    const nlohmann::json own = settings_layer(entry, true);
+    std::string cache_key;
+    if (own.empty()) {
+      cache_key = rack;
+      for (const auto& [group, _] : group_layers) cache_key += '\n' + group;
+      if (auto it = shared_settings_.find(cache_key); it != shared_settings_.end()) return it->second;
+    }
+    nlohmann::json settings = nlohmann::json::object();
+    OriginMap origins;
+    if (const auto* defaults = member(root_, "defaults")) deep_merge(settings, *defaults, "/defaults", origins);
+    if (rack_layer) deep_merge(settings, settings_layer(*rack_layer, false), "/racks/" + rack, origins);
+    for (const auto& [group, layer] : group_layers) {
+      deep_merge(settings, settings_layer(*layer, false), "/groups/" + group, origins);
+    }
+    deep_merge(settings, own, pointer, origins);
+    apply_derived_defaults(settings);
+    check_settings(settings, origins);
+    auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
+    if (own.empty()) shared_settings_.emplace(cache_key, shared);
+    return shared;
   }
 
   // Mount options may be written "a,b" or [a, b]; playbooks always see a
@@ -415,6 +433,7 @@ class SpecBuilder {
   const YamlDocument& doc_;
   const nlohmann::json& root_;
   std::vector<Diagnostic>& diagnostics_;
+  std::unordered_map<std::string, std::shared_ptr<const nlohmann::json>> shared_settings_;
   std::unordered_map<std::string, Seen> seen_names_;
   std::unordered_map<std::string, Seen> seen_addresses_;
 };
@@ -475,7 +494,10 @@ SpecLoadResult load_spec_file(const std::string& path, const JsonSchema& schema)
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     SpecLoadResult result;
-    result.diagnostics.push_back({{path, 0, 0}, "cannot read the spec: " + std::string(std::strerror(errno))});
+    Diagnostic unreadable;
+    unreadable.where.file = path;
+    unreadable.message = "cannot read the spec: " + std::string(std::strerror(errno));
+    result.diagnostics.push_back(std::move(unreadable));
     return result;
   }
   std::ostringstream text;
