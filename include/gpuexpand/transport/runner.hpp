@@ -1,0 +1,46 @@
+#pragma once
+// The narrow interface every side effect on nodes goes through. Commands
+// are submitted per node and completed by callbacks from run(), which
+// drives all nodes at once: the facts gatherer submits one probe per node,
+// the executor submits a node's next step from the previous step's
+// callback. SshRunner is the real one; tests use a recording fake.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gpuexpand/transport/command.hpp"
+
+namespace gpuexpand {
+
+struct NodeEndpoint {
+  std::string name;     // the node's name in the spec (for messages)
+  std::string address;  // host name or IP to connect to
+  int port = 22;
+  std::string user = "root";
+};
+
+class CommandRunner {
+ public:
+  using Callback = std::function<void(const CommandOutcome&)>;
+  virtual ~CommandRunner() = default;
+
+  // Queues `request` on node `node` (an index into the endpoints the runner
+  // was made with). Commands of one node run one after another, in order.
+  virtual void submit(size_t node, CommandRequest request, Callback done) = 0;
+
+  // Runs until every queued command (including those callbacks queue) has
+  // completed. Single-threaded: callbacks run on the caller's thread.
+  virtual void run() = 0;
+};
+
+// Every command run on a node, for the audit trail.
+struct AuditRecord {
+  std::string node;
+  std::string command;  // "<sensitive>" when the request was marked so
+  int exit_code = -1;
+  FailureKind failure = FailureKind::None;
+  std::chrono::milliseconds duration{0};
+};
+
+}  // namespace gpuexpand

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Recipe of the controller node's extra layer, run by `lab` inside a
+# non-booted systemd-nspawn over the base image with the lab mirror at
+# /srv/gxlab-mirror. The result is cached and stacked over the base for
+# the node `ctl` only: compute nodes stay bare.
+#
+# ctl runs: slurmctld (Slurm 22.05, dynamic nodes, configless), munged
+# (its key is written per lab by `lab up`), sshd with /srv/shared as the
+# cluster's shared storage (sshfs/FUSE: this kernel has no NFS).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+# Package scripts must not try to start daemons in a non-booted container.
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+chmod +x /usr/sbin/policy-rc.d
+trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+
+apt-get -q update
+apt-get -q install -y --no-install-recommends slurmctld slurm-client munge
+
+install -d -o slurm -g slurm -m 0755 /var/lib/slurm /var/lib/slurm/slurmctld /var/log/slurm
+# Settings verified on this machine kind (LAB.md), controller ctl at 198.18.0.10.
+cat >/etc/slurm/slurm.conf <<'CONF'
+# gpuexpand lab controller. Compute nodes register dynamically
+# (slurmd -Z --conf-server 198.18.0.10 --conf "Gres=gpu:8 Feature=h200").
+ClusterName=lab
+SlurmctldHost=ctl(198.18.0.10)
+SlurmUser=slurm
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldLogFile=/var/log/slurm/slurmctld.log
+SlurmdLogFile=/var/log/slurm/slurmd.log
+SlurmctldPidFile=/run/slurmctld.pid
+SlurmdPidFile=/run/slurmd.pid
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+GresTypes=gpu
+MaxNodeCount=256
+TreeWidth=65533
+ReturnToService=2
+SlurmctldParameters=enable_configless
+PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+# Count-only GPU GRES is rejected (INVALID_REG); the stand-in driver
+# package provides /dev/nvidia0..7 on each node (LAB.md).
+cat >/etc/slurm/gres.conf <<'CONF'
+AutoDetect=off
+Name=gpu File=/dev/nvidia[0-7]
+CONF
+chmod 0644 /etc/slurm/slurm.conf /etc/slurm/gres.conf
+
+systemctl enable munge.service slurmctld.service
+
+# Shared storage served over SFTP by ctl's sshd (the storage phase mounts
+# root@198.18.0.10:/srv/shared with sshfs).
+install -d -m 0755 /srv/shared
+echo "gpuexpand lab shared storage on ctl" >/srv/shared/README
+
+apt-get clean
+rm -rf /var/lib/apt/lists/*
+echo "ctl recipe done"

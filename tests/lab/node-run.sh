@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Supervisor of one lab node: what `lab` starts (setsid unshare -m node-run.sh …)
+# and records as the node's PID.
+#
+# Usage: node-run.sh NAME ROOT NETNS CGROUP [systemd-nspawn options…]
+#
+# Why a supervisor instead of exec'ing systemd-nspawn directly:
+#  - It joins the node's own cgroups first, so every process of the node
+#    (nspawn, the container's systemd and its services) can be found and
+#    killed by cgroup, even after an unclean exit of `lab`.
+#  - /run here is not a tmpfs, so nspawn refuses to boot unless
+#    /run/systemd/nspawn is one (LAB.md, host fix 1); `lab` starts us in a
+#    private mount namespace (unshare -m), so this tmpfs is ours alone.
+#  - A reboot inside the node (`systemctl reboot`, the gpu-driver phase's
+#    reboot step) makes nspawn exit with status 133; systemd-nspawn@.service
+#    restarts it then (RestartForceExitStatus=133) and so do we.
+#  - SIGTERM to us becomes SIGTERM to nspawn = an orderly poweroff of the node.
+set -uo pipefail
+
+name=$1 root=$2 netns=$3 cgroup=$4
+shift 4
+
+for hier in systemd unified; do
+  echo $$ >"/sys/fs/cgroup/$hier/$cgroup/cgroup.procs"
+done
+
+mount -t tmpfs -o mode=0755,size=1M tmpfs /run/systemd/nspawn
+
+stopping=0
+child=
+on_term() {
+  stopping=1
+  [[ -n $child ]] && kill -TERM "$child" 2>/dev/null
+}
+trap on_term TERM INT HUP
+
+while :; do
+  echo "node-run: $(date -u +%FT%TZ) booting $name"
+  systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
+    --network-namespace-path="/run/netns/$netns" -M "$name" \
+    --console=passive "$@" </dev/null &
+  child=$!
+  rc=0
+  wait "$child" || rc=$?
+  # `wait` returns early when a trapped signal arrives: wait until nspawn is gone.
+  while kill -0 "$child" 2>/dev/null; do
+    rc=0
+    wait "$child" || rc=$?
+  done
+  child=
+  echo "node-run: $(date -u +%FT%TZ) $name exited with status $rc"
+  if (( stopping == 0 && rc == 133 )); then
+    continue # the node rebooted itself
+  fi
+  exit "$rc"
+done

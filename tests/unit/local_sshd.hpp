@@ -1,0 +1,36 @@
+#pragma once
+// A real OpenSSH sshd on 127.0.0.1 for transport tests: its own host keys,
+// client keys and config in a temporary directory, started for a test
+// suite and stopped after it. Tests skip (saying why) when sshd is not
+// installed or the tests do not run as root.
+
+#include <string>
+
+namespace gpuexpand::testing {
+
+class LocalSshd {
+ public:
+  // Empty when started; otherwise why it could not start (for GTEST_SKIP).
+  std::string start();
+  void stop();
+  ~LocalSshd() { stop(); }
+
+  int port() const { return port_; }
+  const std::string& dir() const { return dir_; }
+  std::string client_key() const { return dir_ + "/client_ed25519"; }
+  std::string host_public_key() const;  // "ssh-ed25519 AAAA..."
+  // A known_hosts file holding this server's key for [127.0.0.1]:port.
+  std::string write_known_hosts(const std::string& name) const;
+
+ private:
+  std::string dir_;
+  int port_ = 0;
+  int pid_ = -1;
+};
+
+// Runs a shell command, returns its exit status (for ssh-keygen & co).
+int shell(const std::string& command);
+// A TCP port nothing listens on right now.
+int free_port();
+
+}  // namespace gpuexpand::testing

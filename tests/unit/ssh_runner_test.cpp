@@ -1,0 +1,322 @@
+// SshRunner against a real sshd on 127.0.0.1: output, exit codes, stdin,
+// timeouts, every kind of connection failure kept apart, strict host keys,
+// many nodes from one thread, and commands with hostile values.
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/transport/ssh_runner.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+#include "local_sshd.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using testing::LocalSshd;
+
+class SshRunnerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sshd_ = new LocalSshd();
+    skip_reason_ = new std::string(sshd_->start());
+  }
+  static void TearDownTestSuite() {
+    delete sshd_;
+    delete skip_reason_;
+  }
+  void SetUp() override {
+    if (!skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    known_hosts_ = sshd_->write_known_hosts("known_hosts");
+  }
+
+  NodeEndpoint endpoint(const std::string& name = "node-a", int port = 0) const {
+    return {name, "127.0.0.1", port ? port : sshd_->port(), "root"};
+  }
+
+  SshRunnerOptions options() const {
+    SshRunnerOptions o;
+    o.identity_file = sshd_->client_key();
+    o.known_hosts = known_hosts_;
+    o.connect_timeout = std::chrono::milliseconds(5000);
+    o.command_timeout = std::chrono::milliseconds(20000);
+    return o;
+  }
+
+  // Runs one command on one node and returns its outcome.
+  CommandOutcome run_one(const std::string& command, SshRunnerOptions o, NodeEndpoint e, std::string stdin_data = "") {
+    SshRunner runner({e}, std::move(o));
+    CommandOutcome result;
+    CommandRequest request;
+    request.command = command;
+    request.stdin_data = std::move(stdin_data);
+    runner.submit(0, request, [&](const CommandOutcome& outcome) { result = outcome; });
+    runner.run();
+    return result;
+  }
+  CommandOutcome run_one(const std::string& command, std::string stdin_data = "") {
+    return run_one(command, options(), endpoint(), std::move(stdin_data));
+  }
+
+  static LocalSshd* sshd_;
+  static std::string* skip_reason_;
+  std::string known_hosts_;
+};
+
+LocalSshd* SshRunnerTest::sshd_ = nullptr;
+std::string* SshRunnerTest::skip_reason_ = nullptr;
+
+TEST_F(SshRunnerTest, OutputAndExitCode) {
+  auto ok = run_one("echo hello; echo warn >&2");
+  EXPECT_TRUE(ok.ok()) << ok.message;
+  EXPECT_EQ(ok.exit_code, 0);
+  EXPECT_EQ(ok.out, "hello\n");
+  EXPECT_EQ(ok.err, "warn\n");
+
+  auto failed = run_one("echo first >&2; echo boom >&2; exit 3");
+  EXPECT_EQ(failed.failure, FailureKind::CommandFailed);
+  EXPECT_EQ(failed.exit_code, 3);
+  EXPECT_EQ(failed.message, "node-a (127.0.0.1): `echo first >&2; echo boom >&2; exit 3` exited 3: first boom");
+}
+
+TEST_F(SshRunnerTest, StdinIsDeliveredWhole) {
+  EXPECT_EQ(run_one("cat", "line one\nline two\n").out, "line one\nline two\n");
+  const std::string big(3 * 1024 * 1024 + 17, 'x');
+  auto counted = run_one("wc -c", big);
+  EXPECT_TRUE(counted.ok()) << counted.message;
+  EXPECT_EQ(counted.out, std::to_string(big.size()) + "\n");
+}
+
+TEST_F(SshRunnerTest, LargeOutput) {
+  auto r = run_one("head -c 4000000 /dev/zero | tr '\\0' a");
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.out.size(), 4000000u);
+}
+
+TEST_F(SshRunnerTest, ScriptOverStdinToShS) {
+  auto r = run_one("sh -s", "x=$((6 * 7))\necho \"answer $x\"\n");
+  EXPECT_EQ(r.out, "answer 42\n");
+}
+
+TEST_F(SshRunnerTest, HostileValuesKeepTheirMeaning) {
+  const std::vector<std::string> values = {"it's", "a; touch /tmp/gpx-pwned", "$(id)", "`id`", "line\nbreak",
+                                           "*", "-n", "~root", "", "\\\"'"};
+  for (const auto& v : values) {
+    auto r = run_one(shell_join({"printf", "%s", v}));
+    EXPECT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.out, v);
+  }
+  EXPECT_NE(::access("/tmp/gpx-pwned", F_OK), 0);
+}
+
+TEST_F(SshRunnerTest, CommandTimeoutThenTheNodeIsUsableAgain) {
+  SshRunner runner({endpoint()}, options());
+  std::vector<CommandOutcome> results;
+  CommandRequest slow{"sleep 5", "", std::chrono::milliseconds(300), false};
+  runner.submit(0, slow, [&](const CommandOutcome& o) { results.push_back(o); });
+  runner.submit(0, {"echo after", "", {}, false}, [&](const CommandOutcome& o) { results.push_back(o); });
+  const auto start = std::chrono::steady_clock::now();
+  runner.run();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].failure, FailureKind::CommandTimeout);
+  EXPECT_EQ(results[0].message, "node-a (127.0.0.1): `sleep 5` timed out after 0 s");
+  EXPECT_TRUE(results[1].ok()) << results[1].message;
+  EXPECT_EQ(results[1].out, "after\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+TEST_F(SshRunnerTest, OneSessionIsReusedForEveryCommand) {
+  SshRunner runner({endpoint()}, options());
+  std::vector<std::string> connections;
+  for (int i = 0; i < 5; ++i) {
+    runner.submit(0, {"echo $SSH_CONNECTION", "", {}, false},
+                  [&](const CommandOutcome& o) { connections.push_back(o.out); });
+  }
+  runner.run();
+  ASSERT_EQ(connections.size(), 5u);
+  for (const auto& c : connections) EXPECT_EQ(c, connections.front()) << "same client port, same session";
+}
+
+TEST_F(SshRunnerTest, CallbacksMayQueueTheNextCommand) {
+  SshRunner runner({endpoint()}, options());
+  std::string trail;
+  runner.submit(0, {"echo 1", "", {}, false}, [&](const CommandOutcome& first) {
+    trail += first.out;
+    runner.submit(0, {"echo 2", "", {}, false}, [&](const CommandOutcome& second) { trail += second.out; });
+  });
+  runner.run();
+  EXPECT_EQ(trail, "1\n2\n");
+}
+
+TEST_F(SshRunnerTest, ManyNodesFromOneThread) {
+  std::vector<NodeEndpoint> endpoints;
+  for (int i = 0; i < 40; ++i) endpoints.push_back(endpoint("n" + std::to_string(i)));
+  auto o = options();
+  o.parallel = 16;
+  SshRunner runner(endpoints, o);
+  std::vector<std::string> outputs(endpoints.size());
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    runner.submit(i, {"echo " + std::to_string(i), "", {}, false},
+                  [&outputs, i](const CommandOutcome& r) { outputs[i] = r.ok() ? r.out : r.message; });
+  }
+  runner.run();
+  for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputs[i], std::to_string(i) + "\n");
+}
+
+TEST_F(SshRunnerTest, AuditRecordsEveryCommandButNotSensitiveOnes) {
+  auto o = options();
+  std::vector<AuditRecord> audit;
+  o.audit = [&](const AuditRecord& r) { audit.push_back(r); };
+  SshRunner runner({endpoint()}, o);
+  runner.submit(0, {"true", "", {}, false}, nullptr);
+  runner.submit(0, {"echo secret-value >/dev/null; exit 2", "", {}, true}, nullptr);
+  runner.run();
+  ASSERT_EQ(audit.size(), 2u);
+  EXPECT_EQ(audit[0].command, "true");
+  EXPECT_EQ(audit[0].exit_code, 0);
+  EXPECT_EQ(audit[1].command, "<sensitive>");
+  EXPECT_EQ(audit[1].exit_code, 2);
+  EXPECT_EQ(audit[1].node, "node-a");
+}
+
+TEST_F(SshRunnerTest, UnknownHostKeyIsRefused) {
+  auto o = options();
+  o.known_hosts = sshd_->dir() + "/empty_known_hosts";
+  auto r = run_one("true", o, endpoint());
+  EXPECT_EQ(r.failure, FailureKind::HostKeyUnknown);
+  EXPECT_NE(r.message.find("node-a (127.0.0.1): host key ssh-ed25519 SHA256:"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("--accept-new-host-keys"), std::string::npos) << r.message;
+  EXPECT_TRUE(is_unreachable(r.failure));
+}
+
+TEST_F(SshRunnerTest, AcceptNewHostKeysRecordsTheKey) {
+  auto o = options();
+  o.known_hosts = sshd_->dir() + "/tofu/known_hosts";
+  o.accept_new_host_keys = true;
+  auto first = run_one("true", o, endpoint());
+  EXPECT_TRUE(first.ok()) << first.message;
+  std::ifstream in(o.known_hosts);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "[127.0.0.1]:" + std::to_string(sshd_->port()) + " " + sshd_->host_public_key());
+  o.accept_new_host_keys = false;
+  EXPECT_TRUE(run_one("true", o, endpoint()).ok()) << "now known";
+}
+
+TEST_F(SshRunnerTest, ChangedHostKeyIsRefusedWithBothFingerprints) {
+  testing::shell("ssh-keygen -q -N '' -t ed25519 -f " + sshd_->dir() + "/other_host_key");
+  std::ifstream pub(sshd_->dir() + "/other_host_key.pub");
+  std::string type, blob;
+  pub >> type >> blob;
+  auto o = options();
+  o.known_hosts = sshd_->dir() + "/changed_known_hosts";
+  std::ofstream(o.known_hosts) << "# a comment\n[127.0.0.1]:" << sshd_->port() << " " << type << " " << blob << "\n";
+  o.accept_new_host_keys = true;  // never overrides a changed key
+  auto r = run_one("true", o, endpoint());
+  EXPECT_EQ(r.failure, FailureKind::HostKeyChanged);
+  const std::string known_fp = ssh_fingerprint(*base64_decode(blob));
+  std::istringstream host_key(sshd_->host_public_key());
+  std::string host_type, host_blob;
+  host_key >> host_type >> host_blob;
+  const std::string presented_fp = ssh_fingerprint(*base64_decode(host_blob));
+  EXPECT_EQ(r.message, "node-a (127.0.0.1): HOST KEY CHANGED: known_hosts has ssh-ed25519 " + known_fp + " (" +
+                           o.known_hosts + ":2), the host presented ssh-ed25519 " + presented_fp +
+                           "; refusing to connect (if the node was reinstalled, remove the old line)");
+}
+
+TEST_F(SshRunnerTest, HashedKnownHostsEntriesMatch) {
+  auto o = options();
+  o.known_hosts = sshd_->write_known_hosts("hashed_known_hosts");
+  ASSERT_EQ(testing::shell("ssh-keygen -q -H -f " + o.known_hosts + " >/dev/null 2>&1"), 0);
+  std::ifstream in(o.known_hosts);
+  std::string first;
+  std::getline(in, first);
+  ASSERT_EQ(first.rfind("|1|", 0), 0u) << first;
+  EXPECT_TRUE(run_one("true", o, endpoint()).ok());
+}
+
+TEST_F(SshRunnerTest, WrongUserFailsAuthentication) {
+  auto e = endpoint();
+  e.user = "nosuchuser";
+  auto r = run_one("true", options(), e);
+  EXPECT_EQ(r.failure, FailureKind::AuthFailed);
+  EXPECT_EQ(r.message.rfind("node-a (127.0.0.1): authentication as nosuchuser failed: the key ", 0), 0u) << r.message;
+}
+
+TEST_F(SshRunnerTest, MissingKeyFileIsNamed) {
+  auto o = options();
+  o.identity_file = sshd_->dir() + "/no_such_key";
+  auto r = run_one("true", o, endpoint());
+  EXPECT_EQ(r.failure, FailureKind::AuthFailed);
+  EXPECT_NE(r.message.find("cannot use the key " + o.identity_file), std::string::npos) << r.message;
+}
+
+TEST_F(SshRunnerTest, RsaKeyGetsAnActionableMessage) {
+  const std::string key = sshd_->dir() + "/client_rsa";
+  testing::shell("ssh-keygen -q -N '' -t rsa -b 2048 -f " + key + " && cat " + key + ".pub >> " + sshd_->dir() +
+                 "/authorized_keys");
+  auto o = options();
+  o.identity_file = key;
+  auto r = run_one("true", o, endpoint());
+  if (r.ok()) GTEST_SKIP() << "this sshd still accepts ssh-rsa (SHA-1) signatures";
+  EXPECT_EQ(r.failure, FailureKind::AuthFailed);
+  EXPECT_NE(r.message.find("use an ed25519 or ECDSA key"), std::string::npos) << r.message;
+}
+
+TEST_F(SshRunnerTest, ConnectionRefused) {
+  const int port = testing::free_port();
+  auto r = run_one("true", options(), endpoint("node-b", port));
+  EXPECT_EQ(r.failure, FailureKind::Refused);
+  EXPECT_EQ(r.message, "node-b (127.0.0.1): connection refused port " + std::to_string(port));
+}
+
+TEST_F(SshRunnerTest, UnresolvableName) {
+  auto r = run_one("true", options(), {"node-c", "no-such-host.invalid", 22, "root"});
+  EXPECT_EQ(r.failure, FailureKind::Unresolvable);
+  EXPECT_EQ(r.message.rfind("node-c (no-such-host.invalid): cannot resolve: ", 0), 0u) << r.message;
+}
+
+TEST_F(SshRunnerTest, HandshakeTimeoutAgainstASilentServer) {
+  // Accepts TCP (the kernel's backlog does) but never speaks SSH.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ::listen(fd, 8);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  auto o = options();
+  o.connect_timeout = std::chrono::milliseconds(500);
+  auto r = run_one("true", o, endpoint("node-d", ntohs(address.sin_port)));
+  ::close(fd);
+  EXPECT_EQ(r.failure, FailureKind::ConnectTimeout);
+  EXPECT_EQ(r.message, "node-d (127.0.0.1): connection timed out (no SSH handshake and login within 0 s)");
+}
+
+TEST_F(SshRunnerTest, AFailedNodeDoesNotStopTheOthers) {
+  SshRunner runner({endpoint("good"), endpoint("bad", testing::free_port())}, options());
+  std::vector<CommandOutcome> results(2);
+  for (size_t i = 0; i < 2; ++i) {
+    runner.submit(i, {"echo up", "", {}, false}, [&results, i](const CommandOutcome& o) { results[i] = o; });
+    runner.submit(i, {"echo again", "", {}, false}, [&results, i](const CommandOutcome& o) {
+      if (!o.ok()) results[i] = o;
+    });
+  }
+  runner.run();
+  EXPECT_TRUE(results[0].ok());
+  EXPECT_EQ(results[1].failure, FailureKind::Refused);
+}
+
+TEST(WrapForBecome, SudoWrapsTheWholeCommandLine) {
+  EXPECT_EQ(wrap_for_become("echo a | wc -l", false), "echo a | wc -l");
+  EXPECT_EQ(wrap_for_become("echo a | wc -l", true), "sudo -n -- sh -c 'echo a | wc -l'");
+  EXPECT_EQ(wrap_for_become("echo 'x'", true), "sudo -n -- sh -c 'echo '\\''x'\\'''");
+}
+
+}  // namespace
+}  // namespace gpuexpand
