@@ -204,6 +204,39 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
   return result;
 }
 
+std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks) {
+  std::vector<ResolvedStep> out;
+  json vars = node_variables(spec, node);
+  vars["facts"] = json::object();
+  auto add = [&](const Step& step, const std::string& key) {
+    if (auto params = render_params(step.type, step.params, vars)) {
+      out.push_back({key, step.id, step.type, std::move(params.value())});
+    }
+  };
+  for (const auto& phase : playbooks.phases) {
+    for (const auto& step : phase.steps) {
+      if (step.for_each.empty()) {
+        add(step, step.id);
+        continue;
+      }
+      const json* list = lookup_path(vars, step.for_each);
+      if (!list || !list->is_array()) continue;
+      for (size_t i = 0; i < list->size(); ++i) {
+        vars["item"] = (*list)[i];
+        std::string label = std::to_string(i);
+        if (!step.label.empty()) {
+          auto rendered = render_template(step.label, vars, TemplateContext::Text);
+          if (!rendered) continue;
+          label = rendered.value();
+        }
+        add(step, step.id + "[" + label + "]");
+      }
+      vars.erase("item");
+    }
+  }
+  return out;
+}
+
 Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
                const FactsByNode& facts, const std::string& created_at) {
   Plan plan;

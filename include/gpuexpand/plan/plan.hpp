@@ -88,6 +88,12 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
 Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
                const FactsByNode& facts, const std::string& created_at);
 
+// Every step instance of every phase rendered against the node's spec
+// alone, ignoring `when` (conditions may depend on facts not gathered yet):
+// what the facts probe must look at. Steps that cannot be rendered without
+// facts are left out.
+std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks);
+
 // The versioned plan document (schemas/plan.schema.json).
 nlohmann::json plan_to_json(const Plan& plan);
 

@@ -1,0 +1,40 @@
+#pragma once
+// The facts probe: one POSIX sh script per node, sent over stdin to
+// `sh -s`, that gathers everything the planner needs in one round trip.
+// The script prints raw tool output in marked sections; turning that into
+// the facts document (schemas/facts.schema.json) is pure C++ here, tested
+// on captured output, so no parsing logic runs on the node.
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/util/result.hpp"
+
+namespace gpuexpand {
+
+// What to look at on one node, derived from the steps that could run there.
+struct FactsRequest {
+  std::set<std::string> sysctl_keys;
+  std::set<std::string> packages;
+  std::set<std::string> files;     // absolute paths (files and directories)
+  std::set<std::string> services;  // unit names without ".service"
+  std::map<std::string, std::string> checks;  // step key -> rendered check command
+  std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
+};
+
+FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps);
+
+// The script for `sh -s`. Every requested value is shell-quoted.
+std::string probe_script(const FactsRequest& request);
+
+// Turns the script's output into a facts document for `node`. Errors only
+// for output that is not the probe's at all (truncated, wrong shell).
+Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
+                                          const FactsRequest& request, const std::string& collected_at);
+
+}  // namespace gpuexpand

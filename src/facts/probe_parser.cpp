@@ -1,0 +1,451 @@
+// Turns the probe's marked sections into a facts document. Every section
+// is optional: a tool that is missing, or prints garbage, leaves its facts
+// absent or null (never guessed), and the planner then says '?' for them.
+
+#include <charconv>
+#include <map>
+#include <sstream>
+
+#include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/facts/tool_parsers.hpp"
+#include "gpuexpand/transport/known_hosts.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+struct Section {
+  std::string name;
+  std::string arg;
+  std::string body;
+};
+
+std::vector<Section> split_sections(std::string_view output) {
+  std::vector<Section> sections;
+  size_t pos = 0;
+  while (pos < output.size()) {
+    size_t end = output.find('\n', pos);
+    if (end == std::string_view::npos) end = output.size();
+    std::string_view line = output.substr(pos, end - pos);
+    if (line.rfind("@@gpx:", 0) == 0) {
+      Section s;
+      std::string_view header = line.substr(6);
+      const size_t space = header.find(' ');
+      s.name = std::string(header.substr(0, space));
+      if (space != std::string_view::npos) s.arg = std::string(header.substr(space + 1));
+      sections.push_back(std::move(s));
+    } else if (!sections.empty()) {
+      sections.back().body.append(line.data(), line.size());
+      sections.back().body += '\n';
+    }
+    pos = end + 1;
+  }
+  // The generator prints an empty line before each marker.
+  for (auto& s : sections) {
+    while (!s.body.empty() && s.body.back() == '\n') s.body.pop_back();
+  }
+  return sections;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.push_back(line);
+  }
+  return out;
+}
+
+std::string unquote(std::string v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) v = v.substr(1, v.size() - 2);
+  return v;
+}
+
+template <class T>
+std::optional<T> to_number(std::string_view s) {
+  T value{};
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return value;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+json os_facts(const std::string& os_release, const std::string& kernel, const std::string& managers) {
+  std::map<std::string, std::string> fields;
+  for (const auto& line : lines_of(os_release)) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) fields[line.substr(0, eq)] = unquote(line.substr(eq + 1));
+  }
+  json os = json::object();
+  if (fields.count("ID")) os["id"] = fields["ID"];
+  if (fields.count("VERSION_ID")) os["version_id"] = fields["VERSION_ID"];
+  if (fields.count("PRETTY_NAME")) os["pretty_name"] = fields["PRETTY_NAME"];
+  const std::string family_hint = fields["ID"] + " " + fields["ID_LIKE"];
+  auto mentions = [&](const char* word) { return family_hint.find(word) != std::string::npos; };
+  os["family"] = (mentions("debian") || mentions("ubuntu")) ? "debian"
+                 : (mentions("rhel") || mentions("fedora") || mentions("centos") || mentions("rocky")) ? "rhel"
+                                                                                                         : "other";
+  const auto k = lines_of(kernel);
+  if (!k.empty()) os["kernel"] = k[0];
+  if (k.size() > 1) os["arch"] = k[1];
+  const auto m = lines_of(managers);
+  os["package_manager"] = m.empty() ? "none" : (m[0] == "apt-get" ? "apt" : m[0]);
+  return os;
+}
+
+std::string timezone_from(const std::string& body) {
+  std::string tz = trimmed(body);
+  for (const char* prefix : {"/usr/share/zoneinfo/", "../usr/share/zoneinfo/", "/usr/share/zoneinfo/posix/"}) {
+    if (auto at = tz.find(prefix); at != std::string::npos) tz = tz.substr(at + std::string(prefix).size());
+  }
+  return tz;
+}
+
+json time_sync_facts(const std::string& units, const std::string& sources) {
+  json sync = {{"service", nullptr}, {"active", false}, {"synchronized", nullptr}, {"servers", json::array()}};
+  for (const auto& line : lines_of(units)) {
+    std::istringstream in(line);
+    std::string unit, state;
+    in >> unit >> state;
+    if (state == "active" && sync["service"].is_null()) {
+      sync["service"] = unit == "chronyd" ? "chrony" : unit;
+      sync["active"] = true;
+    }
+  }
+  // chronyc -c sources: mode,state,address,stratum,... ('*' = selected)
+  bool any_source = false, selected = false;
+  for (const auto& line : lines_of(sources)) {
+    std::vector<std::string> fields;
+    std::stringstream in(line);
+    for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+    if (fields.size() < 3) continue;
+    any_source = true;
+    selected = selected || fields[1] == "*";
+    sync["servers"].push_back(fields[2]);
+  }
+  if (any_source) sync["synchronized"] = selected;
+  return sync;
+}
+
+void cpu_facts(const std::string& body, json& facts) {
+  const auto l = lines_of(body);
+  json cpu = json::object();
+  if (l.size() > 0) {
+    if (auto n = to_number<long>(trimmed(l[0]))) cpu["threads"] = *n;
+  }
+  if (l.size() > 1) {
+    const auto colon = l[1].find(':');
+    if (colon != std::string::npos) cpu["model"] = trimmed(l[1].substr(colon + 1));
+  }
+  if (l.size() > 2) {
+    if (auto n = to_number<long>(trimmed(l[2])); n && *n > 0) cpu["sockets"] = *n;
+  }
+  if (l.size() > 3) {
+    if (auto n = to_number<long>(trimmed(l[3])); n && *n > 0) facts["numa_nodes"] = *n;
+  }
+  if (l.size() > 4) {
+    std::istringstream in(l[4]);
+    std::string label;
+    long kib = 0;
+    if (in >> label >> kib) facts["memory_mib"] = kib / 1024;
+  }
+  facts["cpu"] = cpu;
+}
+
+json file_facts(const std::string& body) {
+  const auto l = lines_of(body);
+  if (l.empty() || l[0].empty()) return {{"exists", false}};
+  std::istringstream in(l[0]);
+  std::string mode, owner, group, size;
+  in >> mode >> owner >> group >> size;
+  std::string kind;
+  std::getline(in, kind);
+  json f = {{"exists", true}};
+  if (!mode.empty()) f["mode"] = mode.size() < 4 ? std::string(4 - mode.size(), '0') + mode : mode;
+  if (!owner.empty()) f["owner"] = owner;
+  if (!group.empty()) f["group"] = group;
+  if (auto n = to_number<long>(size)) f["size"] = *n;
+  if (l.size() > 1) {
+    // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no spaces).
+    if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
+      f["sha256"] = l[1].substr(0, 64);
+    } else if (auto content = base64_decode(l[1])) {
+      f["content"] = *content;
+    }
+  } else if (trimmed(kind) == "regular empty file") {
+    f["content"] = "";
+  }
+  return f;
+}
+
+json services_facts(const std::string& body, const std::set<std::string>& requested) {
+  json services = json::object();
+  std::map<std::string, std::string> current;
+  auto flush = [&] {
+    if (current.empty()) return;
+    std::string id = current["Id"];
+    if (id.size() > 8 && id.compare(id.size() - 8, 8, ".service") == 0) id = id.substr(0, id.size() - 8);
+    const bool exists = current["LoadState"] != "not-found" && !current["LoadState"].empty();
+    const std::string& file_state = current["UnitFileState"];
+    json s = {{"exists", exists}};
+    if (exists) {
+      s["enabled"] = file_state == "enabled" || file_state == "enabled-runtime" || file_state == "alias";
+      s["active"] = current["ActiveState"] == "active";
+      s["state"] = current["ActiveState"];
+    }
+    if (requested.count(id)) services[id] = s;
+    current.clear();
+  };
+  for (const auto& line : lines_of(body)) {
+    if (line.empty()) {
+      flush();
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) current[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  flush();
+  // No systemd or no output: unknown, not "absent".
+  return services;
+}
+
+// /proc/self/mounts escapes space, tab, newline and backslash as \ooo.
+std::string unescape_mount_field(const std::string& field) {
+  std::string out;
+  for (size_t i = 0; i < field.size(); ++i) {
+    if (field[i] == '\\' && i + 3 < field.size()) {
+      const std::string octal = field.substr(i + 1, 3);
+      if (octal.find_first_not_of("01234567") == std::string::npos) {
+        out += static_cast<char>(std::stoi(octal, nullptr, 8));
+        i += 3;
+        continue;
+      }
+    }
+    out += field[i];
+  }
+  return out;
+}
+
+json mounts_facts(const std::string& body) {
+  json mounts = json::array();
+  for (const auto& line : lines_of(body)) {
+    std::istringstream in(line);
+    std::string source, target, fstype, options;
+    if (!(in >> source >> target >> fstype >> options)) continue;
+    mounts.push_back({{"source", unescape_mount_field(source)}, {"target", unescape_mount_field(target)},
+                      {"fstype", fstype}, {"options", options}});
+  }
+  return mounts;
+}
+
+json fstab_facts(const std::string& body) {
+  json entries = json::array();
+  for (const auto& line : lines_of(body)) {
+    const std::string t = trimmed(line);
+    if (t.empty() || t[0] == '#') continue;
+    std::istringstream in(t);
+    std::string source, target, fstype, options = "defaults", dump = "0", pass = "0";
+    if (!(in >> source >> target >> fstype)) continue;
+    in >> options >> dump >> pass;
+    entries.push_back({{"source", unescape_mount_field(source)}, {"target", unescape_mount_field(target)},
+                       {"fstype", fstype}, {"options", options}, {"dump", to_number<long>(dump).value_or(0)},
+                       {"pass", to_number<long>(pass).value_or(0)}});
+  }
+  return entries;
+}
+
+json interfaces_facts(const std::string& links_json, const std::string& addrs_json) {
+  json interfaces = json::array();
+  json links = json::parse(links_json, nullptr, false);
+  json addrs = json::parse(addrs_json, nullptr, false);
+  if (!links.is_array()) return interfaces;
+  std::map<std::string, json> addresses;
+  if (addrs.is_array()) {
+    for (const auto& a : addrs) {
+      json list = json::array();
+      for (const auto& info : a.value("addr_info", json::array())) {
+        if (info.contains("local")) {
+          list.push_back(info["local"].get<std::string>() + "/" + std::to_string(info.value("prefixlen", 0)));
+        }
+      }
+      addresses[a.value("ifname", "")] = list;
+    }
+  }
+  for (const auto& link : links) {
+    const std::string name = link.value("ifname", "");
+    if (name.empty()) continue;
+    json i = {{"name", name}, {"mtu", link.value("mtu", 0)}};
+    std::string state = link.value("operstate", "UNKNOWN");
+    for (auto& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    i["state"] = state;
+    if (link.contains("address") && link["address"].is_string()) i["mac"] = link["address"];
+    i["addresses"] = addresses.count(name) ? addresses[name] : json::array();
+    if (link.contains("linkinfo") && link["linkinfo"].contains("info_kind")) {
+      i["kind"] = link["linkinfo"]["info_kind"];
+      if (i["kind"] == "bond") {
+        json members = json::array();
+        for (const auto& other : links) {
+          if (other.value("master", "") == name) members.push_back(other.value("ifname", ""));
+        }
+        json bond = {{"members", members}};
+        const json& data = link["linkinfo"].value("info_data", json::object());
+        if (data.contains("mode") && data["mode"].is_string()) bond["mode"] = data["mode"];
+        i["bond"] = bond;
+      }
+    }
+    interfaces.push_back(std::move(i));
+  }
+  return interfaces;
+}
+
+json slurm_facts(const std::string& active, const std::string& node_line) {
+  json slurm = {{"slurmd_active", trimmed(active) == "active"}};
+  const std::string line = trimmed(node_line);
+  if (line.empty()) {
+    slurm["registered"] = nullptr;  // no scontrol, or no controller to ask
+    slurm["node_state"] = nullptr;
+    return slurm;
+  }
+  // "NodeName=n1 Arch=x86_64 ... State=IDLE ... Reason=maint [root@2026-...]"
+  const bool registered = line.rfind("NodeName=", 0) == 0;
+  slurm["registered"] = registered;
+  slurm["node_state"] = nullptr;
+  if (!registered) return slurm;
+  auto field = [&](const std::string& key) -> std::optional<std::string> {
+    const std::string needle = " " + key + "=";
+    auto at = line.find(needle);
+    if (at == std::string::npos) return std::nullopt;
+    at += needle.size();
+    // Reason runs to the end of the line (it may hold spaces).
+    if (key == "Reason") return line.substr(at);
+    return line.substr(at, line.find(' ', at) - at);
+  };
+  if (auto state = field("State")) slurm["node_state"] = *state;
+  if (auto reason = field("Reason")) slurm["reason"] = *reason;
+  if (auto features = field("AvailableFeatures"); features && *features != "(null)") {
+    json list = json::array();
+    std::stringstream in(*features);
+    for (std::string f; std::getline(in, f, ',');) list.push_back(f);
+    slurm["features"] = list;
+  }
+  if (auto gres = field("Gres")) slurm["gres"] = *gres;
+  return slurm;
+}
+
+json gpu_facts(const std::map<std::string, const Section*>& by_name) {
+  const Section* query = by_name.count("nvidia-query") ? by_name.at("nvidia-query") : nullptr;
+  if (!query || trimmed(query->body) == "@@missing") {
+    return {{"count", 0}, {"driver_version", nullptr}, {"model", nullptr}, {"error", "nvidia-smi is not installed"}};
+  }
+  std::string body = query->body;
+  int rc = 0;
+  if (auto at = body.rfind("@@rc "); at != std::string::npos) {
+    rc = to_number<int>(trimmed(body.substr(at + 5))).value_or(1);
+    body = body.substr(0, at);
+  }
+  if (auto failure = nvidia_smi_failure(body, rc)) return *failure;
+  auto parsed = parse_nvidia_smi_query(body);
+  if (!parsed) return {{"count", 0}, {"driver_version", nullptr}, {"model", nullptr}, {"error", parsed.error().message}};
+  json gpus = parsed.value();
+  if (by_name.count("nvidia-table")) {
+    if (auto table = parse_nvidia_smi_table(by_name.at("nvidia-table")->body);
+        table && table->contains("cuda_version")) {
+      gpus["cuda_version"] = (*table)["cuda_version"];
+    }
+  }
+  if (by_name.count("nvidia-topo")) {
+    if (auto topology = parse_nvidia_smi_topology(by_name.at("nvidia-topo")->body)) gpus["topology"] = *topology;
+  }
+  return gpus;
+}
+
+json rdma_facts(const std::map<std::string, const Section*>& by_name) {
+  auto body = [&](const char* name) { return by_name.count(name) ? by_name.at(name)->body : std::string(); };
+  json ports = json::array();
+  if (auto ib = parse_ibstat(body("ibstat")); ib && !body("ibstat").empty()) {
+    ports = *ib;
+  } else if (auto link = parse_rdma_link(body("rdma-link"))) {
+    ports = *link;
+  }
+  if (auto netdevs = parse_ibdev2netdev(body("ibdev2netdev")); netdevs && !netdevs->empty()) {
+    ports = merge_rdma_netdevs(ports, *netdevs);
+  } else if (auto link = parse_rdma_link(body("rdma-link")); link && !link->empty()) {
+    ports = merge_rdma_netdevs(ports, *link);
+  }
+  return ports;
+}
+
+}  // namespace
+
+Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
+                                          const FactsRequest& request, const std::string& collected_at) {
+  const auto sections = split_sections(output);
+  if (sections.empty() || sections.back().name != "end") {
+    return make_error("the facts probe's output is incomplete (no end marker): the node's shell stopped early");
+  }
+  std::map<std::string, const Section*> by_name;
+  for (const auto& s : sections) {
+    if (s.arg.empty()) by_name[s.name] = &s;
+  }
+  auto body = [&](const char* name) { return by_name.count(name) ? by_name.at(name)->body : std::string(); };
+
+  json facts = {{"schema_version", 1}, {"node", node}, {"collected_at", collected_at}};
+  facts["os"] = os_facts(body("os-release"), body("kernel"), body("package-manager"));
+  facts["hostname"] = trimmed(body("hostname"));
+  if (std::string tz = timezone_from(body("timezone")); !tz.empty()) facts["timezone"] = tz;
+  facts["time_sync"] = time_sync_facts(body("time-sync"), body("chrony-sources"));
+  cpu_facts(body("cpu"), facts);
+
+  facts["sysctl"] = json::object();
+  facts["packages"] = json::object();
+  facts["files"] = json::object();
+  facts["disk_free_bytes"] = json::object();
+  facts["checks"] = json::object();
+  // Requested packages the package database does not list are not installed.
+  for (const auto& p : request.packages) facts["packages"][p] = nullptr;
+  for (const auto& s : sections) {
+    if (s.name == "sysctl") {
+      const std::string value = trimmed(s.body);
+      facts["sysctl"][s.arg] = value == "@@missing" ? json(nullptr) : json(value);
+    } else if (s.name == "file") {
+      facts["files"][s.arg] = file_facts(s.body);
+    } else if (s.name == "df") {
+      std::istringstream in(lines_of(s.body).empty() ? "" : lines_of(s.body).back());
+      std::string fs;
+      long size = 0, used = 0, avail = 0;
+      if (in >> fs >> size >> used >> avail) facts["disk_free_bytes"][s.arg] = avail;
+    } else if (s.name == "check") {
+      if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+    }
+  }
+  for (const auto& line : lines_of(body("packages"))) {
+    std::vector<std::string> fields;
+    std::stringstream in(line);
+    for (std::string f; std::getline(in, f, '\t');) fields.push_back(f);
+    if (fields.size() < 3 || !request.packages.count(fields[0])) continue;
+    // dpkg's db:Status-Abbrev "ii " = installed; "rc " = removed, config left.
+    facts["packages"][fields[0]] = fields[1].rfind("ii", 0) == 0 ? json(fields[2]) : json(nullptr);
+  }
+  if (!request.services.empty()) facts["services"] = services_facts(body("services"), request.services);
+  json modules = json::array();
+  for (const auto& m : lines_of(body("modules"))) {
+    if (!m.empty()) modules.push_back(m);
+  }
+  facts["kernel_modules"] = {{"loaded", modules}};
+  facts["gpus"] = gpu_facts(by_name);
+  facts["network"] = {{"interfaces", interfaces_facts(body("ip-link"), body("ip-addr"))}, {"rdma", rdma_facts(by_name)}};
+  facts["mounts"] = mounts_facts(body("mounts"));
+  facts["fstab"] = fstab_facts(body("fstab"));
+  facts["scheduler"] = {{"slurm", slurm_facts(body("slurmd"), body("slurm-node"))},
+                        {"kubernetes", {{"kubelet_active", trimmed(body("kubelet")) == "active"}}}};
+  return facts;
+}
+
+}  // namespace gpuexpand

@@ -1,0 +1,131 @@
+#include <algorithm>
+
+#include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/facts/tool_parsers.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+
+namespace gpuexpand {
+namespace {
+
+std::vector<std::string> names_param(const nlohmann::json& value) {
+  std::vector<std::string> out;
+  if (value.is_string()) out.push_back(value.get<std::string>());
+  if (value.is_array()) {
+    for (const auto& v : value) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+std::string text_param(const nlohmann::json& params, const char* key) {
+  auto it = params.find(key);
+  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
+FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
+  FactsRequest request;
+  for (const auto& step : steps) {
+    const auto& p = step.params;
+    const std::string& type = step.type;
+    if (type == "file" || type == "line" || type == "directory") {
+      const std::string path = text_param(p, "path");
+      if (!path.empty() && path.front() == '/') request.files.insert(path);
+    } else if (type == "package") {
+      for (std::string name : names_param(p.value("names", nlohmann::json()))) {
+        request.packages.insert(name.substr(0, name.find('=')));
+      }
+    } else if (type == "service") {
+      request.services.insert(text_param(p, "name"));
+    } else if (type == "sysctl") {
+      if (p.contains("values") && p["values"].is_object()) {
+        for (const auto& [key, _] : p["values"].items()) request.sysctl_keys.insert(key);
+      }
+    } else if (type == "command") {
+      request.checks[step.key] = text_param(p, "check");
+    }
+  }
+  request.services.erase("");
+  return request;
+}
+
+// The script prints "@@gpx:SECTION [ARG]" before each section's raw output.
+// Values from the spec (paths, names, keys) are always shell-quoted; the
+// check commands were rendered by the template engine in Shell context.
+std::string probe_script(const FactsRequest& request) {
+  std::string s;
+  s += "# gpuexpand facts probe: read-only, one round trip\n";
+  s += "export LC_ALL=C\n";
+  s += "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+  s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
+  s += "m os-release; cat /etc/os-release 2>/dev/null\n";
+  s += "m kernel; uname -r; uname -m\n";
+  s += "m hostname; cat /proc/sys/kernel/hostname\n";
+  s += "m timezone; readlink /etc/localtime 2>/dev/null || cat /etc/timezone 2>/dev/null\n";
+  s += "m package-manager; for t in apt-get dnf yum; do command -v $t >/dev/null 2>&1 && echo $t; done\n";
+  s += "m time-sync; for u in chrony chronyd systemd-timesyncd; do printf '%s ' $u; systemctl is-active $u 2>/dev/null "
+       "|| echo inactive; done\n";
+  s += "m chrony-sources; command -v chronyc >/dev/null 2>&1 && timeout 5 chronyc -n -c sources 2>/dev/null\n";
+  s += "m cpu; nproc; grep -m1 '^model name' /proc/cpuinfo; grep '^physical id' /proc/cpuinfo | sort -u | wc -l; "
+       "ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l; grep '^MemTotal:' /proc/meminfo\n";
+  for (const auto& key : request.sysctl_keys) {
+    std::string path = key;
+    std::replace(path.begin(), path.end(), '.', '/');
+    s += "m sysctl " + shell_quote(key) + "; cat " + shell_quote("/proc/sys/" + path) +
+         " 2>/dev/null || echo @@missing\n";
+  }
+  if (!request.packages.empty()) {
+    std::string names;
+    for (const auto& p : request.packages) names += " " + shell_quote(p);
+    s += "m packages\n";
+    s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
+         names + " 2>/dev/null\n";
+    s += "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names +
+         " 2>/dev/null | grep -v 'is not installed'; fi\n";
+  }
+  for (const auto& path : request.files) {
+    const std::string q = shell_quote(path);
+    s += "m file " + q + "\n";
+    s += "if [ -e " + q + " ] || [ -L " + q + " ]; then stat -c '%a %U %G %s %F' " + q + "; if [ -f " + q +
+         " ] && [ $(stat -c %s " + q + ") -le 65536 ]; then base64 -w0 " + q + "; echo; elif [ -f " + q +
+         " ]; then sha256sum " + q + "; fi; fi\n";
+  }
+  if (!request.services.empty()) {
+    std::string units;
+    for (const auto& name : request.services) units += " " + shell_quote(name + ".service");
+    s += "m services; systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState" + units + " 2>/dev/null\n";
+  }
+  s += "m modules; cut -d' ' -f1 /proc/modules 2>/dev/null\n";
+  s += "m nvidia-query\n";
+  s += "if command -v nvidia-smi >/dev/null 2>&1; then timeout 60 " + nvidia_smi_query_command() +
+       " 2>&1; echo \"@@rc $?\"\n";
+  s += "m nvidia-table; timeout 60 nvidia-smi 2>&1\n";
+  s += "m nvidia-topo; timeout 60 nvidia-smi topo -m 2>&1\n";
+  s += "else echo @@missing; fi\n";
+  s += "m ip-link; ip -j -d link show 2>/dev/null\n";
+  s += "m ip-addr; ip -j addr show 2>/dev/null\n";
+  s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";
+  s += "m ibstat; command -v ibstat >/dev/null 2>&1 && timeout 20 ibstat 2>/dev/null\n";
+  s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
+  s += "m mounts; cat /proc/self/mounts\n";
+  s += "m fstab; cat /etc/fstab 2>/dev/null\n";
+  s += "m slurmd; systemctl is-active slurmd 2>/dev/null || echo inactive\n";
+  s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && timeout 10 scontrol show node \"$(cat "
+       "/proc/sys/kernel/hostname)\" -o 2>/dev/null\n";
+  s += "m kubelet; systemctl is-active kubelet 2>/dev/null || echo inactive\n";
+  for (const auto& path : request.free_space_paths) {
+    s += "m df " + shell_quote(path) + "; p=" + shell_quote(path) +
+         "; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; df -P -B1 \"$p\" 2>/dev/null | tail -n 1\n";
+  }
+  for (const auto& [key, command] : request.checks) {
+    // Checks are read-only by contract; bounded in time all the same.
+    s += "m check " + shell_quote(key) + "; timeout 60 sh -c " + shell_quote(command) +
+         " </dev/null >/dev/null 2>&1; echo $?\n";
+  }
+  s += "m end\n";
+  return s;
+}
+
+}  // namespace gpuexpand

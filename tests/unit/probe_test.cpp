@@ -1,0 +1,189 @@
+// The facts probe: the request derived from the playbooks, the script
+// (run for real through /bin/sh on this machine), and the parser on
+// captured output, every result checked against facts.schema.json.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/transport/known_hosts.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+std::string run_sh(const std::string& script) {
+  const std::string path = "/tmp/gpx-probe-" + std::to_string(::getpid()) + ".sh";
+  std::ofstream(path) << script;
+  std::string output;
+  FILE* pipe = ::popen(("sh -s < " + path + " 2>/dev/null").c_str(), "r");
+  char buffer[65536];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  ::pclose(pipe);
+  ::unlink(path.c_str());
+  return output;
+}
+
+std::vector<std::string> schema_problems(const json& facts) {
+  return testing::schema("facts").validate_json(facts);
+}
+
+TEST(FactsRequest, DerivedFromTheStepsThatCouldRun) {
+  auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec);
+  const auto steps = steps_to_probe(*loaded.spec, loaded.spec->nodes[0], testing::playbooks());
+  const FactsRequest request = facts_request_for(steps);
+  EXPECT_TRUE(request.files.count("/etc/chrony/chrony.conf"));
+  EXPECT_TRUE(request.files.count("/etc/chrony.conf")) << "both OS families: `when` is not evaluated yet";
+  EXPECT_TRUE(request.files.count("/mnt/shared"));
+  EXPECT_TRUE(request.packages.count("nvidia-driver"));
+  EXPECT_TRUE(request.packages.count("jq"));
+  EXPECT_TRUE(request.services.count("chrony"));
+  EXPECT_TRUE(request.sysctl_keys.count("vm.max_map_count"));
+  ASSERT_TRUE(request.checks.count("interface-mtu[eth1]"));
+  EXPECT_EQ(request.checks.at("interface-mtu[eth1]"), "test $(cat /sys/class/net/eth1/mtu) -eq 9000");
+}
+
+TEST(ProbeScript, QuotesEveryRequestedValue) {
+  FactsRequest request;
+  request.files.insert("/etc/it's; rm -rf /");
+  request.packages.insert("$(reboot)");
+  request.sysctl_keys.insert("kernel.x`id`");
+  const std::string script = probe_script(request);
+  EXPECT_NE(script.find("m file '/etc/it'\\''s; rm -rf /'"), std::string::npos);
+  EXPECT_NE(script.find(" '$(reboot)'"), std::string::npos);
+  EXPECT_NE(script.find("m sysctl 'kernel.x`id`'"), std::string::npos);
+  // And it still runs to its end marker through a real shell.
+  const std::string output = run_sh(script);
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["files"]["/etc/it's; rm -rf /"], json({{"exists", false}}));
+  EXPECT_TRUE((*facts)["sysctl"]["kernel.x`id`"].is_null());
+}
+
+TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {
+  const char* path = "/tmp/gpx-probe-file.conf";
+  std::ofstream(path) << "line one\nline two\n";
+  FactsRequest request;
+  request.files = {path, "/nonexistent/file", "/tmp"};
+  request.packages = {"bash", "no-such-package-gpx"};
+  request.sysctl_keys = {"kernel.pid_max", "no.such.key"};
+  request.services = {"no-such-unit-gpx"};
+  request.checks = {{"passes", "true"}, {"fails", "exit 3"}};
+  const std::string output = run_sh(probe_script(request));
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  const json& f = *facts;
+  const auto problems = schema_problems(f);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_EQ(f["files"][path]["content"], "line one\nline two\n");
+  EXPECT_EQ(f["files"][path]["exists"], true);
+  EXPECT_EQ(f["files"]["/nonexistent/file"]["exists"], false);
+  EXPECT_EQ(f["files"]["/tmp"]["exists"], true);
+  EXPECT_FALSE(f["files"]["/tmp"].contains("content"));
+  EXPECT_TRUE(f["packages"]["bash"].is_string()) << f["packages"].dump();
+  EXPECT_TRUE(f["packages"]["no-such-package-gpx"].is_null());
+  EXPECT_TRUE(f["sysctl"]["kernel.pid_max"].is_string());
+  EXPECT_TRUE(f["sysctl"]["no.such.key"].is_null());
+  EXPECT_EQ(f["checks"]["passes"], 0);
+  EXPECT_EQ(f["checks"]["fails"], 3);
+  EXPECT_EQ(f["os"]["id"], "debian");
+  EXPECT_EQ(f["os"]["family"], "debian");
+  EXPECT_FALSE(f["hostname"].get<std::string>().empty());
+  EXPECT_GT(f["memory_mib"].get<long>(), 0);
+  EXPECT_FALSE(f["mounts"].empty());
+  EXPECT_EQ(f["gpus"]["count"], 0) << "no GPU here: " << f["gpus"].dump();
+  ::unlink(path);
+}
+
+TEST(ProbeParser, CapturedSections) {
+  FactsRequest request;
+  request.files = {"/etc/chrony/chrony.conf", "/big"};
+  request.packages = {"chrony", "jq", "gone"};
+  request.services = {"chrony", "slurmd"};
+  request.sysctl_keys = {"net.ipv4.tcp_rmem"};
+  const std::string output =
+      "\n@@gpx:os-release\nPRETTY_NAME=\"Rocky Linux 9.4 (Blue Onyx)\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n"
+      "VERSION_ID=\"9.4\"\n"
+      "\n@@gpx:kernel\n5.14.0-427.el9.x86_64\nx86_64\n"
+      "\n@@gpx:hostname\ngpu-node-001\n"
+      "\n@@gpx:timezone\n../usr/share/zoneinfo/America/New_York\n"
+      "\n@@gpx:package-manager\ndnf\nyum\n"
+      "\n@@gpx:time-sync\nchrony inactive\nchronyd active\nsystemd-timesyncd inactive\n"
+      "\n@@gpx:chrony-sources\n^,*,10.0.0.1,2,6,377,12,0.000012,0.000010,0.000300\n^,+,10.0.0.2,2,6,377,13,0.1,0.1,0.1\n"
+      "\n@@gpx:cpu\n224\nmodel name\t: Intel(R) Xeon(R) Platinum 8480C\n2\n2\nMemTotal:       2113260544 kB\n"
+      "\n@@gpx:sysctl net.ipv4.tcp_rmem\n4096\t131072\t6291456\n"
+      "\n@@gpx:packages\nchrony\tii \t4.3-2\ngone\trc \t1.0-1\n"
+      "\n@@gpx:file /etc/chrony/chrony.conf\n644 root root 14 regular file\n" +
+      base64_encode("server x iburst") +
+      "\n"
+      "\n@@gpx:file /big\n600 root root 100000 regular file\n" +
+      std::string(64, 'a') +
+      "  /big\n"
+      "\n@@gpx:services\nId=chrony.service\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n"
+      "Id=slurmd.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n"
+      "\n@@gpx:modules\nnvidia_peermem\nib_ipoib\n"
+      "\n@@gpx:nvidia-query\n@@missing\n"
+      "\n@@gpx:ip-link\n[{\"ifname\":\"lo\",\"mtu\":65536,\"operstate\":\"UNKNOWN\"},{\"ifname\":\"bond0\",\"mtu\":9000,"
+      "\"operstate\":\"UP\",\"address\":\"aa:bb:cc:dd:ee:ff\",\"linkinfo\":{\"info_kind\":\"bond\",\"info_data\":{\"mode\":"
+      "\"802.3ad\"}}},{\"ifname\":\"ens1\",\"mtu\":9000,\"operstate\":\"UP\",\"master\":\"bond0\"}]\n"
+      "\n@@gpx:ip-addr\n[{\"ifname\":\"bond0\",\"addr_info\":[{\"local\":\"10.1.0.5\",\"prefixlen\":24}]}]\n"
+      "\n@@gpx:mounts\n/dev/sda1 / ext4 rw 0 0\nroot@ctl:/srv /mnt/my\\040data fuse.sshfs rw 0 0\n"
+      "\n@@gpx:fstab\n# comment\nroot@ctl:/srv /mnt/my\\040data fuse.sshfs allow_other,_netdev 0 0\n"
+      "\n@@gpx:slurmd\nactive\n"
+      "\n@@gpx:slurm-node\nNodeName=gpu-node-001 Arch=x86_64 CoresPerSocket=56 State=IDLE+DRAIN ThreadsPerCore=2 "
+      "AvailableFeatures=h200,ib Gres=gpu:h200:8 Reason=acceptance: gpu count 7 [root@2026-11-30T01:00:00]\n"
+      "\n@@gpx:kubelet\ninactive\n"
+      "\n@@gpx:df /var/lib/gpuexpand\n/dev/sda1 100 40 60 40% /\n"
+      "\n@@gpx:check interface-mtu[ib0]\n1\n"
+      "\n@@gpx:end\n";
+  auto parsed = parse_probe_output(output, "gpu-node-001", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const json& f = *parsed;
+  const auto problems = schema_problems(f);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_EQ(f["os"], json::parse(R"j({"id":"rocky","version_id":"9.4","pretty_name":"Rocky Linux 9.4 (Blue Onyx)",
+      "family":"rhel","kernel":"5.14.0-427.el9.x86_64","arch":"x86_64","package_manager":"dnf"})j"));
+  EXPECT_EQ(f["timezone"], "America/New_York");
+  EXPECT_EQ(f["time_sync"], json::parse(R"({"service":"chrony","active":true,"synchronized":true,
+      "servers":["10.0.0.1","10.0.0.2"]})"));
+  EXPECT_EQ(f["cpu"]["threads"], 224);
+  EXPECT_EQ(f["cpu"]["sockets"], 2);
+  EXPECT_EQ(f["memory_mib"], 2063731);
+  EXPECT_EQ(f["sysctl"]["net.ipv4.tcp_rmem"], "4096\t131072\t6291456");
+  EXPECT_EQ(f["packages"], json::parse(R"({"chrony":"4.3-2","jq":null,"gone":null})"));
+  EXPECT_EQ(f["files"]["/etc/chrony/chrony.conf"],
+            json::parse(R"({"exists":true,"mode":"0644","owner":"root","group":"root","size":14,
+                "content":"server x iburst"})"));
+  EXPECT_EQ(f["files"]["/big"]["sha256"], std::string(64, 'a'));
+  EXPECT_EQ(f["services"]["chrony"], json::parse(R"({"exists":true,"enabled":true,"active":true,"state":"active"})"));
+  EXPECT_EQ(f["services"]["slurmd"], json::parse(R"({"exists":false})"));
+  EXPECT_EQ(f["kernel_modules"]["loaded"], json::parse(R"(["nvidia_peermem","ib_ipoib"])"));
+  EXPECT_EQ(f["gpus"]["error"], "nvidia-smi is not installed");
+  EXPECT_EQ(f["network"]["interfaces"][1]["bond"], json::parse(R"({"members":["ens1"],"mode":"802.3ad"})"));
+  EXPECT_EQ(f["network"]["interfaces"][1]["addresses"], json::parse(R"(["10.1.0.5/24"])"));
+  EXPECT_EQ(f["mounts"][1]["target"], "/mnt/my data");
+  EXPECT_EQ(f["fstab"][0]["options"], "allow_other,_netdev");
+  EXPECT_EQ(f["scheduler"]["slurm"]["node_state"], "IDLE+DRAIN");
+  EXPECT_EQ(f["scheduler"]["slurm"]["reason"], "acceptance: gpu count 7 [root@2026-11-30T01:00:00]");
+  EXPECT_EQ(f["scheduler"]["slurm"]["features"], json::parse(R"(["h200","ib"])"));
+  EXPECT_EQ(f["disk_free_bytes"]["/var/lib/gpuexpand"], 60);
+  EXPECT_EQ(f["checks"]["interface-mtu[ib0]"], 1);
+}
+
+TEST(ProbeParser, TruncatedOutputIsAnError) {
+  auto parsed = parse_probe_output("\n@@gpx:os-release\nID=debian\n", "n1", {}, "");
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message,
+            "the facts probe's output is incomplete (no end marker): the node's shell stopped early");
+}
+
+}  // namespace
+}  // namespace gpuexpand
