@@ -4,6 +4,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <iostream>
 
 #include "commands.hpp"
@@ -31,9 +34,22 @@ void configure_logging(const cli::GlobalOptions& options) {
   spdlog::set_default_logger(logger);
 }
 
+// One socket per node: 1,000 nodes need more than the usual soft limit
+// of 1,024 descriptors; the hard limit is ours to use.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+  // A node that drops its connection must not kill us with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  raise_open_file_limit();
   try {
     CLI::App app{"gpuexpand: add GPU nodes to a running training cluster, safely and repeatably"};
     app.require_subcommand(1);
@@ -54,6 +70,7 @@ int run_cli(int argc, char** argv) {
     cli::Action action;
     cli::add_validate_command(app, action);
     cli::add_inventory_command(app, action);
+    cli::add_facts_command(app, action);
     cli::add_plan_command(app, action);
     cli::add_unimplemented_commands(app, action);
 

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/plan/plan_text.hpp"
 
@@ -17,22 +18,32 @@ struct PlanOptions {
   std::string out_file;
   bool detailed_exitcode = false;
   bool no_fold = false;
+  std::string save_facts;
+  SshOverrides ssh;
 };
 
 int run_plan(Context& context, const PlanOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
-  if (options.facts_file.empty()) {
-    throw CommandFailed{kExitError,
-                        "plan: gathering live facts over SSH is not implemented yet; "
-                        "plan against recorded facts with --facts FILE"};
-  }
   auto selected = select_nodes(spec, options.limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
-  auto facts = load_facts_file(options.facts_file, context.schema("facts-file"), context.schema("facts"));
-  if (!facts) throw CommandFailed{kExitError, facts.error().message};
   const PlaybookSet& playbooks = context.playbooks();
+  FactsByNode facts;
+  if (!options.facts_file.empty()) {
+    auto recorded = load_facts_file(options.facts_file, context.schema("facts-file"), context.schema("facts"));
+    if (!recorded) throw CommandFailed{kExitError, recorded.error().message};
+    facts = std::move(recorded.value());
+  } else {
+    // Live: one probe per node, then plan; the facts can be kept for CI.
+    auto runner = make_ssh_runner(spec, selected.value(), options.ssh);
+    const std::string now = utc_now_rfc3339();
+    facts = gather_facts(spec, selected.value(), playbooks, *runner, now);
+    if (!options.save_facts.empty()) {
+      nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", facts}};
+      write_file_atomically(options.save_facts, document.dump(1) + "\n");
+    }
+  }
 
-  Plan plan = make_plan(spec, selected.value(), playbooks, facts.value(), utc_now_rfc3339());
+  Plan plan = make_plan(spec, selected.value(), playbooks, facts, utc_now_rfc3339());
   const nlohmann::json document = plan_to_json(plan);
   if (!options.out_file.empty()) write_file_atomically(options.out_file, document.dump(2) + "\n");
 
@@ -65,15 +76,20 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* cmd = app.add_subcommand("plan", "Show, per node and phase, what apply would change and why");
   cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--facts", options->facts_file, "Plan against recorded facts (JSON) instead of live nodes")
-      ->check(CLI::ExistingFile);
+  auto* facts_option = cmd->add_option("--facts", options->facts_file,
+                                       "Plan against recorded facts (JSON) instead of asking the nodes")
+                           ->check(CLI::ExistingFile);
+  cmd->add_option("--save-facts", options->save_facts, "Keep the live facts in this file (JSON)")
+      ->excludes(facts_option);
+  add_ssh_options(*cmd, options->ssh);
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
   cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
                 "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");
   cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
-  cmd->footer("Examples:\n  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
+  cmd->footer("Examples:\n  gpuexpand plan spec.yaml                     (asks every node over SSH)\n"
+              "  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n\n"
               "Markers: + create  ~ update  - remove  ? decided on the node (the facts do not say)");
   cmd->callback([&action, options] { action = [options](Context& c) { return run_plan(c, *options); }; });

@@ -12,7 +12,6 @@ void add_unimplemented_commands(CLI::App& app, Action& action) {
     const char* needs;
   };
   static const Pending pending[] = {
-      {"facts", "Gather live facts from every node (one SSH round trip each)", "the SSH transport"},
       {"apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed", "the executor"},
       {"rollback", "Walk nodes back through their checkpoints (--to PHASE)", "the executor's checkpoints"},
       {"status", "Show the latest state per node and phase from the state store", "the state store"},

@@ -1,8 +1,12 @@
 #include "context.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -10,6 +14,8 @@
 #include <iostream>
 
 #include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/transport/ssh_runner.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
 #include "gpuexpand/util/embedded_data.hpp"
 
@@ -60,6 +66,53 @@ bool Context::stdout_is_terminal() const { return isatty(STDOUT_FILENO) == 1; }
 
 bool Context::use_color() const {
   return !options_.no_color && std::getenv("NO_COLOR") == nullptr && stdout_is_terminal();
+}
+
+std::string expand_home(const std::string& path) {
+  if (path.rfind("~/", 0) != 0) return path;
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : "") + path.substr(1);
+}
+
+void add_ssh_options(CLI::App& command, SshOverrides& overrides) {
+  command.add_option("--parallel", overrides.parallel, "Nodes worked on at once (default: the spec's ssh.parallel)")
+      ->check(CLI::Range(1, 10000));
+  command.add_flag("--accept-new-host-keys", overrides.accept_new_host_keys,
+                   "Record host keys of nodes not in known_hosts (trust on first use); a changed key is still refused");
+}
+
+std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                                               const SshOverrides& overrides) {
+  const SshSettings& ssh = spec.ssh;
+  if (!ssh.bastion.empty()) {
+    throw CommandFailed{kExitError, "ssh.bastion is not supported yet: reach the nodes directly, or run gpuexpand "
+                                    "on the bastion"};
+  }
+  if (!ssh.config_file.empty()) throw CommandFailed{kExitError, "ssh.config_file is not supported yet"};
+  SshRunnerOptions options;
+  options.identity_file = expand_home(ssh.identity_file);
+  options.known_hosts = expand_home(ssh.known_hosts);
+  if (!ssh.passphrase_env.empty()) {
+    const char* passphrase = std::getenv(ssh.passphrase_env.c_str());
+    if (!passphrase) {
+      throw CommandFailed{kExitError, "ssh.passphrase_env names " + ssh.passphrase_env + ", which is not set"};
+    }
+    options.passphrase = passphrase;
+  }
+  options.accept_new_host_keys = overrides.accept_new_host_keys;
+  options.become_sudo = ssh.become == "sudo";
+  options.connect_timeout = std::chrono::seconds(ssh.connect_timeout_s);
+  options.command_timeout = std::chrono::seconds(ssh.command_timeout_s);
+  options.keepalive_interval_s = ssh.keepalive_interval_s;
+  options.parallel = static_cast<size_t>(overrides.parallel > 0 ? overrides.parallel : ssh.parallel);
+  options.audit = [](const AuditRecord& r) {
+    spdlog::debug("{}: `{}` -> {} ({} ms)", r.node, r.command,
+                  r.failure == FailureKind::None || r.failure == FailureKind::CommandFailed
+                      ? "exit " + std::to_string(r.exit_code)
+                      : std::string(failure_name(r.failure)),
+                  r.duration.count());
+  };
+  return std::make_unique<SshRunner>(endpoints_for(spec, nodes), std::move(options));
 }
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source_text) {

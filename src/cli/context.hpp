@@ -2,6 +2,7 @@
 // What every command shares: global options, the schemas, loading a spec
 // with its errors printed the same way everywhere.
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,11 @@
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 #include "gpuexpand/spec/json_schema.hpp"
+#include "gpuexpand/transport/runner.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace gpuexpand::cli {
 
@@ -47,6 +53,21 @@ class Context {
   std::map<std::string, std::shared_ptr<const JsonSchema>> schemas_;
   std::optional<PlaybookSet> playbooks_;
 };
+
+// SSH settings from the spec plus the command line's overrides.
+struct SshOverrides {
+  int parallel = 0;  // 0: the spec's ssh.parallel
+  bool accept_new_host_keys = false;
+};
+void add_ssh_options(CLI::App& command, SshOverrides& overrides);
+
+// The runner for the selected nodes; CommandFailed for settings that cannot
+// work (a passphrase variable that is not set, a bastion: not supported yet).
+std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                                               const SshOverrides& overrides);
+
+// "~/x" -> "$HOME/x"
+std::string expand_home(const std::string& path);
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source_text);
 

@@ -1,0 +1,109 @@
+// `facts` and live `plan` end to end: the built binary, a spec pointing at
+// a real sshd on 127.0.0.1, strict host keys.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "../unit/local_sshd.hpp"
+#include "cli_support.hpp"
+
+namespace gpuexpand::testing {
+namespace {
+
+class CliSsh : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sshd_ = new LocalSshd();
+    skip_ = new std::string(sshd_->start());
+  }
+  static void TearDownTestSuite() {
+    delete sshd_;
+    delete skip_;
+  }
+  void SetUp() override {
+    if (!skip_->empty()) GTEST_SKIP() << *skip_;
+  }
+
+  // Three nodes on the local sshd and, optionally, one on an address
+  // where nothing listens (127.0.0.2: loopback, refused).
+  std::string write_spec(bool with_unreachable, const std::string& known_hosts) {
+    const std::string dir = make_temp_dir();
+    std::string yaml = "apiVersion: gpuexpand/v1\ncluster: {name: local}\nssh:\n  user: root\n  port: " +
+                       std::to_string(sshd_->port()) + "\n  identity_file: " + sshd_->client_key() +
+                       "\n  known_hosts: " + known_hosts +
+                       "\n  connect_timeout: 5\ndefaults:\n  os: {timezone: UTC, packages: [bash]}\n"
+                       "nodes:\n  - {name: n1, address: 127.0.0.1}\n";
+    // The same sshd under three names: each node gets its own session.
+    yaml += "  - {name: n2, address: localhost}\n";
+    if (with_unreachable) yaml += "  - {name: down, address: 127.0.0.2}\n";
+    write_file(dir + "/spec.yaml", yaml);
+    return dir + "/spec.yaml";
+  }
+
+  std::string known_hosts_for_both() {
+    const std::string path = sshd_->write_known_hosts("cli_known_hosts");
+    std::ofstream(path, std::ios::app) << "[localhost]:" << sshd_->port() << " " << sshd_->host_public_key() << "\n";
+    return path;
+  }
+
+  static LocalSshd* sshd_;
+  static std::string* skip_;
+};
+
+LocalSshd* CliSsh::sshd_ = nullptr;
+std::string* CliSsh::skip_ = nullptr;
+
+TEST_F(CliSsh, FactsFromLiveNodes) {
+  const std::string spec = write_spec(false, known_hosts_for_both());
+  const std::string saved = make_temp_dir() + "/facts.json";
+  auto r = run_gpuexpand({"facts", spec, "-o", "json", "--save", saved});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["nodes"].size(), 2u);
+  for (const char* node : {"n1", "n2"}) {
+    const auto& f = doc["nodes"][node];
+    EXPECT_EQ(f["node"], node);
+    EXPECT_EQ(f["os"]["family"], "debian");
+    EXPECT_TRUE(f["packages"]["bash"].is_string()) << f["packages"].dump();
+  }
+  EXPECT_EQ(nlohmann::json::parse(read_file(saved)), doc);
+}
+
+TEST_F(CliSsh, UnreachableNodeIsNamedAndTheOthersAnswer) {
+  const std::string spec = write_spec(true, known_hosts_for_both());
+  auto r = run_gpuexpand({"facts", spec});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("\nn1 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unreachable: down (127.0.0.2): connection refused port " + std::to_string(sshd_->port())),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("3 nodes: 2 answered, 1 unreachable"), std::string::npos) << r.out;
+}
+
+TEST_F(CliSsh, UnknownHostKeyIsRefusedUnlessAccepted) {
+  const std::string dir = make_temp_dir();
+  const std::string spec = write_spec(false, dir + "/known_hosts");
+  auto refused = run_gpuexpand({"facts", spec, "--limit", "n1"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("is not in " + dir + "/known_hosts"), std::string::npos) << refused.out;
+  auto accepted = run_gpuexpand({"facts", spec, "--limit", "n1", "--accept-new-host-keys"});
+  EXPECT_EQ(accepted.exit_code, 0) << accepted.out << accepted.err;
+  EXPECT_NE(read_file(dir + "/known_hosts").find(sshd_->host_public_key()), std::string::npos);
+}
+
+TEST_F(CliSsh, LivePlan) {
+  const std::string spec = write_spec(false, known_hosts_for_both());
+  const std::string saved = make_temp_dir() + "/facts.json";
+  auto r = run_gpuexpand({"plan", spec, "--save-facts", saved, "--detailed-exitcode"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 nodes: 2 to change, 0 unchanged, 0 unreachable"), std::string::npos) << r.out;
+  // The saved facts reproduce the same plan offline.
+  auto offline = run_gpuexpand({"plan", spec, "--facts", saved, "--detailed-exitcode"});
+  EXPECT_EQ(offline.exit_code, 2);
+  EXPECT_EQ(offline.out, r.out);
+}
+
+}  // namespace
+}  // namespace gpuexpand::testing
