@@ -12,7 +12,6 @@ void add_unimplemented_commands(CLI::App& app, Action& action) {
     const char* needs;
   };
   static const Pending pending[] = {
-      {"apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed", "the executor"},
       {"rollback", "Walk nodes back through their checkpoints (--to PHASE)", "the executor's checkpoints"},
       {"status", "Show the latest state per node and phase from the state store", "the state store"},
       {"verify", "Run the acceptance checks on demand", "the acceptance phase"},

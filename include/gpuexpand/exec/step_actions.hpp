@@ -1,0 +1,37 @@
+#pragma once
+// The commands that carry out a planned step on a node. Every value from
+// the spec reaches the shell through shell_quote; file contents travel on
+// stdin and never through a shell at all.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/util/result.hpp"
+
+namespace gpuexpand {
+
+enum class PackageManager { Apt, Dnf };
+
+// From the facts' os.package_manager; an error for nodes without apt/dnf.
+Result<PackageManager> package_manager_of(const nlohmann::json& facts);
+
+struct ActionCommand {
+  std::string command;
+  std::string stdin_data;
+};
+
+struct ActionContext {
+  PackageManager package_manager = PackageManager::Apt;
+  bool refresh_package_index = false;  // the first package step of a run on a node refreshes apt's lists
+};
+
+// The command that applies `step` (a step the planner found changes for).
+Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& context);
+
+// Package installs, exposed for tests of the exact command lines.
+std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
+                                     PackageManager manager, bool refresh_index);
+std::string remove_packages_command(const std::vector<std::string>& names, PackageManager manager);
+
+}  // namespace gpuexpand

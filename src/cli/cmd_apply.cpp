@@ -1,0 +1,131 @@
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/inventory/selection.hpp"
+
+namespace gpuexpand::cli {
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+// SIGINT/SIGTERM: running steps finish, their phase is rolled back to its
+// checkpoint, nothing new starts; a second signal is left to the default.
+void request_stop(int signal_number) {
+  g_stop_requested.store(true);
+  ::signal(signal_number, SIG_DFL);
+}
+
+struct ApplyOptions {
+  std::string spec;
+  std::vector<std::string> limits;
+  std::string batch, max_fail;
+  SshOverrides ssh;
+};
+
+// Plain lines, one per finished phase and node: readable in a terminal,
+// greppable in CI logs.
+class ConsoleJournal final : public RunJournal {
+ public:
+  void phase_started(const std::string&, const std::string&) override {}
+  void phase_finished(const PhaseRecord& r) override {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
+    std::string line = r.node + "  " + r.phase + "  ";
+    if (r.status == "succeeded") {
+      line += "changed (" + std::to_string(r.changes) + (r.changes == 1 ? " change, " : " changes, ") + seconds + ")";
+    } else {
+      line += (r.status == "rolled-back" ? "FAILED, rolled back" : "FAILED") + std::string(" (") + seconds + ")" +
+              (r.failed_step.empty() ? "" : " at step " + r.failed_step) + ": " + r.message;
+    }
+    std::cout << line << std::endl;
+  }
+  void checkpoint_taken(const std::string&, const std::string&, const std::string&, const nlohmann::json&) override {}
+  void checkpoint_restored(const std::string&, const std::string&) override {}
+  void node_finished(const std::string& node, NodeResult result, const std::string& message) override {
+    if (result == NodeResult::Unchanged) std::cout << node << "  nothing to change" << std::endl;
+    if (result == NodeResult::Unreachable) std::cout << node << "  UNREACHABLE: " << message << std::endl;
+  }
+  void batch_stopped(const std::string& reason) override {
+    std::cout << "stopping: " << reason << "; no further batches are started" << std::endl;
+  }
+};
+
+std::optional<CountOrPercent> parse_limit_option(const std::string& text, const char* flag) {
+  if (text.empty()) return std::nullopt;
+  auto parsed = parse_count_or_percent(nlohmann::json(text));
+  if (!parsed || (parsed->percent && parsed->value > 100)) {
+    throw CommandFailed{kExitError, std::string(flag) + ": '" + text + "' is not a count or a percentage like 10%"};
+  }
+  return parsed;
+}
+
+int run_apply(Context& context, const ApplyOptions& options) {
+  ClusterSpec spec = context.load_spec(options.spec);
+  auto selected = select_nodes(spec, options.limits);
+  if (!selected) throw CommandFailed{kExitError, selected.error().message};
+  const auto& nodes = selected.value();
+  const PlaybookSet& playbooks = context.playbooks();
+  auto runner = make_ssh_runner(spec, nodes, options.ssh);
+
+  ExecutorOptions exec;
+  exec.run_id = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
+                                         std::chrono::system_clock::now().time_since_epoch())
+                                         .count());
+  exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
+  exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
+  exec.stop_requested = &g_stop_requested;
+  exec.collected_at = utc_now_rfc3339();
+  ::signal(SIGINT, request_stop);
+  ::signal(SIGTERM, request_stop);
+
+  ConsoleJournal journal;
+  const auto start = std::chrono::steady_clock::now();
+  ExecutionReport report = execute(spec, nodes, playbooks, *runner, journal, exec);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
+  std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ")
+            << report.count(NodeResult::Changed) << " changed, " << report.count(NodeResult::Unchanged)
+            << " unchanged, " << report.count(NodeResult::Failed) << " failed, "
+            << report.count(NodeResult::Unreachable) << " unreachable";
+  if (const size_t skipped = report.count(NodeResult::NotStarted)) std::cout << ", " << skipped << " not started";
+  if (const size_t stopped = report.count(NodeResult::Interrupted)) std::cout << ", " << stopped << " interrupted";
+  std::cout << timing << "\n";
+  for (const auto& node : report.nodes) {
+    if (node.result == NodeResult::Failed || node.result == NodeResult::Interrupted) {
+      std::cerr << "gpuexpand: " << node.message << "\n";
+    }
+  }
+  if (report.interrupted || g_stop_requested.load()) return kExitInterrupted;
+  const bool any_failed = report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
+                              report.count(NodeResult::NotStarted) >
+                          0;
+  return any_failed ? kExitPartial : kExitOk;
+}
+
+}  // namespace
+
+void add_apply_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<ApplyOptions>();
+  CLI::App* cmd = app.add_subcommand("apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed");
+  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
+  cmd->add_option("--max-fail", options->max_fail,
+                  "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
+  add_ssh_options(*cmd, options->ssh);
+  cmd->footer("Examples:\n  gpuexpand apply spec.yaml\n  gpuexpand apply spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n\n"
+              "Each phase is checkpointed on the node first and rolled back if a step or its verification fails.\n"
+              "Exit 0: all nodes converged; 3: some nodes failed (rolled back); 130: interrupted.");
+  cmd->callback([&action, options] { action = [options](Context& c) { return run_apply(c, *options); }; });
+}
+
+}  // namespace gpuexpand::cli

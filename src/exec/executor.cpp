@@ -1,0 +1,341 @@
+#include "gpuexpand/exec/executor.hpp"
+
+#include <chrono>
+
+#include "gpuexpand/exec/step_actions.hpp"
+#include "gpuexpand/facts/probe.hpp"
+
+namespace gpuexpand {
+
+std::string to_string(NodeResult result) {
+  switch (result) {
+    case NodeResult::Unchanged: return "unchanged";
+    case NodeResult::Changed: return "changed";
+    case NodeResult::Failed: return "failed";
+    case NodeResult::Unreachable: return "unreachable";
+    case NodeResult::NotStarted: return "not started";
+    case NodeResult::Interrupted: return "interrupted";
+  }
+  return "failed";
+}
+
+size_t ExecutionReport::count(NodeResult result) const {
+  size_t n = 0;
+  for (const auto& node : nodes) n += node.result == result ? 1 : 0;
+  return n;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+std::string describe_change(const PlannedChange& c) { return c.target + ": " + c.reason; }
+
+class Execution {
+ public:
+  Execution(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
+            CommandRunner& runner, RunJournal& journal, const ExecutorOptions& options)
+      : spec_(spec), playbooks_(playbooks), runner_(runner), journal_(journal), options_(options) {
+    runs_.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      runs_[i].index = i;
+      runs_[i].node = nodes[i];
+      runs_[i].request = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
+      report_.nodes.push_back({nodes[i]->name, NodeResult::NotStarted, 0, ""});
+    }
+    const size_t total = nodes.size();
+    batch_size_ = options.batch ? std::max<size_t>(1, options.batch->resolve(total)) : total;
+    max_fail_ = options.max_fail ? options.max_fail->resolve(total) : 0;
+  }
+
+  ExecutionReport run() {
+    start_next_batch();
+    runner_.run();
+    for (size_t i = 0; i < runs_.size(); ++i) {
+      if (runs_[i].stage == Stage::Pending) {
+        report_.nodes[i].message = report_.stop_reason.empty() ? "not started" : "not started: " + report_.stop_reason;
+      }
+    }
+    return report_;
+  }
+
+ private:
+  enum class Stage { Pending, Probing, Checkpointing, Applying, Verifying, RollingBack, Done };
+
+  struct NodeRun {
+    size_t index = 0;
+    const NodeSpec* node = nullptr;
+    FactsRequest request;
+    json facts;
+    Stage stage = Stage::Pending;
+    size_t next_phase = 0;  // index into playbooks_.phases of the first phase not yet done
+    PhasePlan phase;        // the phase being applied
+    PhaseTouch touch;
+    size_t step = 0;
+    bool package_index_refreshed = false;
+    bool changed_anything = false;
+    int changes_applied = 0;
+    Clock::time_point phase_started{};
+    std::string failed_step, failure;  // why the phase is being rolled back
+    bool interrupted = false;
+  };
+
+  // ------------------------------------------------------------ batches
+
+  void start_next_batch() {
+    if (next_node_ >= runs_.size()) return;
+    batch_begin_ = next_node_;
+    batch_end_ = std::min(runs_.size(), next_node_ + batch_size_);
+    next_node_ = batch_end_;
+    for (size_t i = batch_begin_; i < batch_end_; ++i) start(runs_[i]);
+  }
+
+  void node_done(NodeRun& run, NodeResult result, const std::string& message) {
+    run.stage = Stage::Done;
+    report_.nodes[run.index].result = result;
+    report_.nodes[run.index].changes = run.changes_applied;
+    report_.nodes[run.index].message = message;
+    if (result == NodeResult::Failed || result == NodeResult::Unreachable) ++failures_;
+    if (result == NodeResult::Interrupted) report_.interrupted = true;
+    journal_.node_finished(run.node->name, result, message);
+    maybe_next_batch();
+  }
+
+  void maybe_next_batch() {
+    for (size_t i = batch_begin_; i < batch_end_; ++i) {
+      if (runs_[i].stage != Stage::Done) return;
+    }
+    if (next_node_ >= runs_.size() || !report_.stop_reason.empty()) return;
+    if (stop_requested()) {
+      report_.stop_reason = "interrupted";
+      return;
+    }
+    size_t batch_failures = 0;
+    for (size_t i = batch_begin_; i < batch_end_; ++i) {
+      const NodeResult r = report_.nodes[i].result;
+      batch_failures += (r == NodeResult::Failed || r == NodeResult::Unreachable) ? 1 : 0;
+    }
+    if (batch_failures == batch_end_ - batch_begin_) {
+      report_.stop_reason = "every node of the last batch failed";
+    } else if (max_fail_ > 0 && failures_ >= max_fail_) {
+      report_.stop_reason = std::to_string(failures_) + " nodes failed, reaching --max-fail " +
+                            (options_.max_fail ? options_.max_fail->to_string() : "");
+    }
+    if (!report_.stop_reason.empty()) {
+      journal_.batch_stopped(report_.stop_reason);
+      return;
+    }
+    start_next_batch();
+  }
+
+  bool stop_requested() const { return options_.stop_requested && options_.stop_requested->load(); }
+
+  // ------------------------------------------------------------ per node
+
+  void start(NodeRun& run) {
+    if (stop_requested()) {
+      report_.stop_reason = "interrupted";
+      node_done(run, NodeResult::NotStarted, "not started: interrupted");
+      return;
+    }
+    probe(run, Stage::Probing);
+  }
+
+  void probe(NodeRun& run, Stage stage) {
+    run.stage = stage;
+    CommandRequest request;
+    request.command = "sh -s";
+    request.stdin_data = probe_script(run.request);
+    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) { probed(run, outcome); });
+  }
+
+  void probed(NodeRun& run, const CommandOutcome& outcome) {
+    const bool verifying = run.stage == Stage::Verifying;
+    if (!outcome.ok()) {
+      if (verifying) {
+        // The phase ran; we cannot see its result: roll back to be safe.
+        roll_back(run, "verify", "cannot gather facts to verify the phase: " + outcome.message);
+      } else {
+        node_done(run, NodeResult::Unreachable, outcome.message);
+      }
+      return;
+    }
+    auto facts = parse_probe_output(outcome.out, run.node->name, run.request, options_.collected_at);
+    if (!facts) {
+      if (verifying) {
+        roll_back(run, "verify", facts.error().message);
+      } else {
+        node_done(run, NodeResult::Failed, run.node->name + ": " + facts.error().message);
+      }
+      return;
+    }
+    run.facts = std::move(facts.value());
+    if (verifying) {
+      verify(run);
+    } else {
+      next_phase(run);
+    }
+  }
+
+  // Plans the node from its current facts and starts the first phase, at
+  // or after next_phase, that has changes.
+  void next_phase(NodeRun& run) {
+    NodePlan plan = plan_node(spec_, *run.node, playbooks_, &run.facts);
+    if (plan.status == NodeStatus::Error) {
+      node_done(run, NodeResult::Failed, run.node->name + ": cannot plan: " + plan.message);
+      return;
+    }
+    for (auto& phase : plan.phases) {
+      const size_t order = phase_index(phase.phase);
+      if (order < run.next_phase) continue;
+      if (stop_requested()) {
+        node_done(run, NodeResult::Interrupted, run.node->name + ": interrupted before phase " + phase.phase);
+        return;
+      }
+      run.next_phase = order;
+      begin_phase(run, std::move(phase));
+      return;
+    }
+    node_done(run, run.changed_anything ? NodeResult::Changed : NodeResult::Unchanged,
+              run.changed_anything ? std::to_string(run.changes_applied) + " changes" : "nothing to change");
+  }
+
+  size_t phase_index(const std::string& name) const {
+    for (size_t i = 0; i < playbooks_.phases.size(); ++i) {
+      if (playbooks_.phases[i].name == name) return i;
+    }
+    return playbooks_.phases.size();
+  }
+
+  void begin_phase(NodeRun& run, PhasePlan phase) {
+    run.phase = std::move(phase);
+    run.touch = phase_touch(run.phase.steps);
+    run.step = 0;
+    run.failed_step.clear();
+    run.failure.clear();
+    run.phase_started = Clock::now();
+    journal_.phase_started(run.node->name, run.phase.phase);
+    run.stage = Stage::Checkpointing;
+    CommandRequest request{"sh -s", checkpoint_script(options_.run_id, run.phase.phase, run.touch), {}, false};
+    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
+      if (!outcome.ok()) {
+        // Nothing has changed yet: fail without a rollback.
+        finish_phase(run, "failed", "checkpoint", "cannot take the checkpoint: " + outcome.message);
+        node_done(run, NodeResult::Failed, run.node->name + ": phase " + run.phase.phase + ": cannot take the checkpoint: " + outcome.message);
+        return;
+      }
+      journal_.checkpoint_taken(run.node->name, run.phase.phase, checkpoint_dir(options_.run_id, run.phase.phase),
+                                run.touch.to_json());
+      run.stage = Stage::Applying;
+      apply_next_step(run);
+    });
+  }
+
+  void apply_next_step(NodeRun& run) {
+    if (stop_requested()) {
+      run.interrupted = true;
+      roll_back(run, run.step < run.phase.steps.size() ? run.phase.steps[run.step].key : "", "interrupted");
+      return;
+    }
+    if (run.step >= run.phase.steps.size()) {
+      probe(run, Stage::Verifying);
+      return;
+    }
+    const ResolvedStep& step = run.phase.steps[run.step];
+    ActionContext context;
+    if (auto manager = package_manager_of(run.facts)) context.package_manager = manager.value();
+    context.refresh_package_index = step.type == "package" && !run.package_index_refreshed;
+    auto action = action_for(step, context);
+    if (!action) {
+      roll_back(run, step.key, action.error().message);
+      return;
+    }
+    if (step.type == "package") run.package_index_refreshed = true;
+    CommandRequest request{action->command, action->stdin_data, {}, false};
+    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
+      const ResolvedStep& done = run.phase.steps[run.step];
+      if (!outcome.ok()) {
+        roll_back(run, done.key, outcome.message);
+        return;
+      }
+      ++run.step;
+      apply_next_step(run);
+    });
+  }
+
+  // Verification is planning again: the phase must have nothing left.
+  void verify(NodeRun& run) {
+    NodePlan again = plan_node(spec_, *run.node, playbooks_, &run.facts);
+    for (const auto& phase : again.phases) {
+      if (phase.phase != run.phase.phase) continue;
+      std::string left;
+      for (const auto& change : phase.changes) {
+        if (change.action == ChangeAction::Unknown) continue;
+        left += (left.empty() ? "" : "; ") + describe_change(change);
+      }
+      if (!left.empty()) {
+        roll_back(run, phase.changes.front().step, "still differs after applying: " + left);
+        return;
+      }
+    }
+    run.changes_applied += static_cast<int>(run.phase.changes.size());
+    run.changed_anything = true;
+    finish_phase(run, "succeeded", "", "");
+    ++run.next_phase;
+    next_phase(run);
+  }
+
+  void roll_back(NodeRun& run, const std::string& step, const std::string& why) {
+    run.stage = Stage::RollingBack;
+    run.failed_step = step;
+    run.failure = why;
+    CommandRequest request{"sh -s", restore_script(options_.run_id, run.phase.phase, run.touch), {}, false};
+    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
+      const std::string where = run.node->name + ": phase " + run.phase.phase +
+                                (run.failed_step.empty() ? "" : ", step " + run.failed_step) + ": ";
+      if (outcome.ok()) {
+        journal_.checkpoint_restored(run.node->name, run.phase.phase);
+        finish_phase(run, "rolled-back", run.failed_step, run.failure);
+        node_done(run, run.interrupted ? NodeResult::Interrupted : NodeResult::Failed,
+                  where + run.failure + " (rolled back to the checkpoint)");
+      } else {
+        const std::string message = run.failure + "; ROLLBACK FAILED: " + outcome.message;
+        finish_phase(run, "failed", run.failed_step, message);
+        node_done(run, NodeResult::Failed, where + message);
+      }
+    });
+  }
+
+  void finish_phase(NodeRun& run, const std::string& status, const std::string& step, const std::string& message) {
+    PhaseRecord record;
+    record.node = run.node->name;
+    record.phase = run.phase.phase;
+    record.status = status;
+    record.changes = status == "succeeded" ? static_cast<int>(run.phase.changes.size()) : 0;
+    record.seconds = std::chrono::duration<double>(Clock::now() - run.phase_started).count();
+    record.failed_step = step;
+    record.message = message;
+    journal_.phase_finished(record);
+  }
+
+  const ClusterSpec& spec_;
+  const PlaybookSet& playbooks_;
+  CommandRunner& runner_;
+  RunJournal& journal_;
+  const ExecutorOptions& options_;
+  std::vector<NodeRun> runs_;
+  ExecutionReport report_;
+  size_t batch_size_ = 0, max_fail_ = 0, failures_ = 0;
+  size_t next_node_ = 0, batch_begin_ = 0, batch_end_ = 0;
+};
+
+}  // namespace
+
+ExecutionReport execute(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                        const PlaybookSet& playbooks, CommandRunner& runner, RunJournal& journal,
+                        const ExecutorOptions& options) {
+  return Execution(spec, nodes, playbooks, runner, journal, options).run();
+}
+
+}  // namespace gpuexpand

@@ -1,0 +1,173 @@
+// The executor's node-side scripts: exact command lines for each step type
+// (apt and dnf), and checkpoint + restore run for real through /bin/sh on
+// files in a temporary directory: byte for byte what they were.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "gpuexpand/exec/checkpoint.hpp"
+#include "gpuexpand/exec/step_actions.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+struct ShellResult {
+  int status;
+  std::string out;
+};
+
+ShellResult run_sh(const std::string& script, const std::string& stdin_data = "") {
+  const std::string dir = "/tmp/gpx-exec-" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0700);
+  std::ofstream(dir + "/script.sh") << script;
+  std::ofstream(dir + "/stdin") << stdin_data;
+  FILE* pipe = ::popen(("sh " + dir + "/script.sh < " + dir + "/stdin 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return {WEXITSTATUS(status), out};
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+ResolvedStep step(const std::string& type, json params, const std::string& key = "s") {
+  return {key, key, type, std::move(params)};
+}
+
+TEST(StepActions, PackagesWithApt) {
+  EXPECT_EQ(install_packages_command({{"chrony", ""}, {"jq", ""}}, PackageManager::Apt, false),
+            "export DEBIAN_FRONTEND=noninteractive; apt-get install -y -q --allow-downgrades -o "
+            "Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold chrony jq");
+  const std::string pinned = install_packages_command({{"nvidia-driver", "550.90.07"}}, PackageManager::Apt, true);
+  EXPECT_NE(pinned.find("apt-get update -q >/dev/null || exit $?; "), std::string::npos);
+  EXPECT_NE(pinned.find("apt-cache madison nvidia-driver | awk -F'|' -v w=550.90.07 "), std::string::npos);
+  EXPECT_NE(pinned.find("p0='nvidia-driver='\"$v\""), std::string::npos) << pinned;
+  EXPECT_NE(pinned.find(" \"$p0\""), std::string::npos);
+}
+
+TEST(StepActions, PackagesWithDnf) {
+  EXPECT_EQ(install_packages_command({{"nvidia-driver", "550.90.07"}, {"chrony", ""}}, PackageManager::Dnf, true),
+            "dnf makecache -q && dnf install -y -q --allowerasing nvidia-driver-550.90.07 chrony");
+  EXPECT_EQ(remove_packages_command({"telnet"}, PackageManager::Dnf), "dnf remove -y -q telnet");
+  EXPECT_EQ(remove_packages_command({"telnet"}, PackageManager::Apt),
+            "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q telnet");
+}
+
+TEST(StepActions, AptVersionResolutionPicksTheRevisionOfTheWantedVersion) {
+  // The awk program, fed apt-cache madison's real format.
+  const std::string command = install_packages_command({{"nvidia-driver", "550.90.07"}}, PackageManager::Apt, false);
+  const std::string awk = command.substr(command.find("awk"), command.find("); [ -n") - command.find("awk"));
+  auto r = run_sh("printf '%s\\n' ' nvidia-driver | 1:550.90.070-1 | file:/srv a/ Packages' "
+                  "' nvidia-driver | 550.90.07-2 | file:/srv b/ Packages' ' nvidia-driver | 535.129.03-1 | x' | " + awk);
+  EXPECT_EQ(r.out, "550.90.07-2\n");
+}
+
+TEST(StepActions, ServiceHostnameLineSysctlMount) {
+  ActionContext context;
+  EXPECT_EQ(action_for(step("service", {{"name", "chrony"}, {"enabled", true}, {"state", "running"}}), context)->command,
+            "systemctl enable chrony -q && systemctl restart chrony");
+  EXPECT_EQ(action_for(step("hostname", {{"name", "gpu-node-001"}}), context)->command,
+            "printf '%s\\n' gpu-node-001 > /etc/hostname && hostname gpu-node-001");
+  EXPECT_EQ(action_for(step("sysctl", {{"values", {{"vm.swappiness", 1}}}}), context)->command,
+            "sysctl -q -w 'vm.swappiness=1'");
+  EXPECT_EQ(action_for(step("line", {{"path", "/etc/hosts"}, {"line", "10.0.0.1 n1"}}), context)->command,
+            "touch /etc/hosts && { grep -qxF -- '10.0.0.1 n1' /etc/hosts || printf '%s\\n' '10.0.0.1 n1' >> /etc/hosts; }");
+  const auto mount = action_for(step("mount", {{"source", "root@ctl:/srv/shared"}, {"path", "/mnt/shared"},
+                                               {"fstype", "sshfs"}, {"options", "allow_other,reconnect"}}),
+                                context);
+  EXPECT_NE(mount->command.find("printf '%s\\n' 'root@ctl:/srv/shared /mnt/shared fuse.sshfs allow_other,reconnect 0 0'"),
+            std::string::npos)
+      << mount->command;
+  EXPECT_FALSE(action_for(step("reboot", json::object()), context));
+}
+
+TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {
+  const std::string path = "/tmp/gpx-exec-" + std::to_string(::getpid()) + "-out/sub/x.conf";
+  auto action = action_for(step("file", {{"path", path}, {"content", "a'b\n$(x)\n"}, {"mode", "0600"}}), {});
+  ASSERT_TRUE(action);
+  auto r = run_sh(action->command, action->stdin_data);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(slurp(path), "a'b\n$(x)\n");
+  struct stat st {};
+  ::stat(path.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  run_sh("rm -rf /tmp/gpx-exec-" + std::to_string(::getpid()) + "-out");
+}
+
+TEST(Checkpoint, TouchSetOfAPhase) {
+  PhaseTouch touch = phase_touch({step("hostname", {{"name", "n1"}}), step("package", {{"names", {"chrony", "jq=1.6"}}}),
+                                  step("mount", {{"source", "s:/x"}, {"path", "/mnt/x"}, {"fstype", "nfs"}}),
+                                  step("command", {{"run", "a"}, {"check", "b"}, {"rollback", "undo"}})});
+  EXPECT_TRUE(touch.hostname);
+  EXPECT_EQ(touch.files, (std::set<std::string>{"/etc/fstab", "/etc/hostname"}));
+  EXPECT_EQ(touch.packages, (std::set<std::string>{"chrony", "jq"}));
+  EXPECT_EQ(touch.mount_targets, (std::set<std::string>{"/mnt/x"}));
+  EXPECT_EQ(touch.command_rollbacks, (std::vector<std::string>{"undo"}));
+}
+
+TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
+  const std::string base = "/tmp/gpx-ckpt-" + std::to_string(::getpid());
+  run_sh("rm -rf " + base + " && mkdir -p " + base + "/etc");
+  const std::string kept = base + "/etc/kept.conf", fresh = base + "/etc/new.conf", dir = base + "/mnt";
+  std::ofstream(kept) << "original\ncontent\n";
+  ::chmod(kept.c_str(), 0640);
+  PhaseTouch touch;
+  touch.files = {kept, fresh};
+  touch.directories = {dir};
+  touch.command_rollbacks = {"echo undo-1 >> " + base + "/log", "echo undo-2 >> " + base + "/log"};
+  const std::string root = base + "/checkpoints";
+
+  auto taken = run_sh(checkpoint_script(7, "os-init", touch, root));
+  ASSERT_EQ(taken.status, 0) << taken.out;
+  EXPECT_EQ(slurp(root + "/7/os-init/complete"), "ok\n");
+
+  // The phase changes things...
+  std::ofstream(kept) << "changed\n";
+  ::chmod(kept.c_str(), 0644);
+  std::ofstream(fresh) << "new file\n";
+  ::mkdir(dir.c_str(), 0755);
+
+  auto restored = run_sh(restore_script(7, "os-init", touch, root));
+  EXPECT_EQ(restored.status, 0) << restored.out;
+  EXPECT_EQ(slurp(kept), "original\ncontent\n");
+  struct stat st {};
+  ::stat(kept.c_str(), &st);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_NE(::access(fresh.c_str(), F_OK), 0) << "absent before: removed";
+  EXPECT_NE(::access(dir.c_str(), F_OK), 0) << "directory absent before: removed";
+  EXPECT_EQ(slurp(base + "/log"), "undo-2\nundo-1\n") << "command rollbacks newest first";
+  run_sh("rm -rf " + base);
+}
+
+TEST(Checkpoint, RestoreRefusesAnIncompleteCheckpoint) {
+  PhaseTouch touch;
+  touch.files = {"/tmp/whatever"};
+  auto r = run_sh(restore_script(9, "rdma", touch, "/tmp/gpx-no-such-checkpoints"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "checkpoint /tmp/gpx-no-such-checkpoints/9/rdma is incomplete or missing\n");
+}
+
+TEST(Checkpoint, ScriptsQuoteEveryValue) {
+  PhaseTouch touch;
+  touch.files = {"/etc/x'; rm -rf / #"};
+  touch.services = {"a$(reboot)"};
+  const std::string script = checkpoint_script(1, "os-init", touch);
+  EXPECT_NE(script.find("'/etc/x'\\''; rm -rf / #'"), std::string::npos);
+  EXPECT_NE(script.find("'a$(reboot).service'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpuexpand
