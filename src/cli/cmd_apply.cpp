@@ -7,6 +7,9 @@
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/state/state_store.hpp"
+#include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/inventory/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 
@@ -23,6 +26,7 @@ void request_stop(int signal_number) {
 }
 
 struct ApplyOptions {
+  std::string state = ".gpuexpand/state.db";
   std::string spec;
   std::vector<std::string> limits;
   std::string batch, max_fail;
@@ -72,12 +76,39 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
   const PlaybookSet& playbooks = context.playbooks();
-  auto runner = make_ssh_runner(spec, nodes, options.ssh);
+
+  // The run and the node locks, in one transaction. A holder that died
+  // (SIGKILL, power loss) on this host is taken over: that is the resume.
+  auto store = StateStore::open(options.state);
+  if (!store) throw CommandFailed{kExitError, store.error().message};
+  RunRecord record;
+  record.command = "apply";
+  record.spec_file = options.spec;
+  record.spec_sha256 = sha256_hex(spec.document.dump());
+  record.started_at = utc_now_rfc3339();
+  for (const auto* node : nodes) record.nodes.push_back(node->name);
+  int64_t run_id = 0;
+  for (int attempt = 0; attempt < 2 && run_id == 0; ++attempt) {
+    auto begun = (*store)->begin_run(record);
+    if (!begun) throw CommandFailed{kExitError, begun.error().message};
+    if (auto* id = std::get_if<int64_t>(&begun.value())) {
+      run_id = *id;
+      break;
+    }
+    const auto& conflict = std::get<LockConflict>(begun.value());
+    if (conflict.holder_alive || attempt > 0) throw CommandFailed{kExitLocked, describe(conflict)};
+    std::cout << "run " << conflict.run_id << " (" << conflict.holder
+              << ") was interrupted and its process is gone: taking over its nodes and resuming\n";
+    auto released = (*store)->force_unlock(conflict.nodes, lock_holder_identity() + " (resume)", utc_now_rfc3339());
+    if (!released) throw CommandFailed{kExitError, released.error().message};
+  }
+
+  ConsoleJournal console;
+  StoreJournal journal(**store, run_id, &console, &utc_now_rfc3339);
+  auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
 
   ExecutorOptions exec;
-  exec.run_id = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(
-                                         std::chrono::system_clock::now().time_since_epoch())
-                                         .count());
+  exec.run_id = run_id;
   exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
   exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
   exec.stop_requested = &g_stop_requested;
@@ -85,10 +116,11 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ::signal(SIGINT, request_stop);
   ::signal(SIGTERM, request_stop);
 
-  ConsoleJournal journal;
+  std::cout << "run " << run_id << ": applying to " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes") << "\n";
   const auto start = std::chrono::steady_clock::now();
   ExecutionReport report = execute(spec, nodes, playbooks, *runner, journal, exec);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  journal.flush_audit();
 
   char timing[32];
   std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
@@ -104,11 +136,22 @@ int run_apply(Context& context, const ApplyOptions& options) {
       std::cerr << "gpuexpand: " << node.message << "\n";
     }
   }
-  if (report.interrupted || g_stop_requested.load()) return kExitInterrupted;
-  const bool any_failed = report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
-                              report.count(NodeResult::NotStarted) >
-                          0;
-  return any_failed ? kExitPartial : kExitOk;
+  for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
+  int exit_code = kExitOk;
+  if (report.interrupted || g_stop_requested.load()) {
+    exit_code = kExitInterrupted;
+  } else if (report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
+                 report.count(NodeResult::NotStarted) >
+             0) {
+    exit_code = kExitPartial;
+  }
+  const RunStatus status = exit_code == kExitOk           ? RunStatus::Succeeded
+                           : exit_code == kExitInterrupted ? RunStatus::Interrupted
+                                                           : RunStatus::Failed;
+  if (auto finished = (*store)->finish_run(run_id, status, exit_code, utc_now_rfc3339()); !finished) {
+    std::cerr << "gpuexpand: warning: " << finished.error().message << "\n";
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -118,6 +161,7 @@ void add_apply_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed");
   cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");

@@ -82,7 +82,8 @@ void add_ssh_options(CLI::App& command, SshOverrides& overrides) {
 }
 
 std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
-                                               const SshOverrides& overrides) {
+                                               const SshOverrides& overrides,
+                                               std::function<void(const AuditRecord&)> audit) {
   const SshSettings& ssh = spec.ssh;
   if (!ssh.bastion.empty()) {
     throw CommandFailed{kExitError, "ssh.bastion is not supported yet: reach the nodes directly, or run gpuexpand "
@@ -105,7 +106,8 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
   options.command_timeout = std::chrono::seconds(ssh.command_timeout_s);
   options.keepalive_interval_s = ssh.keepalive_interval_s;
   options.parallel = static_cast<size_t>(overrides.parallel > 0 ? overrides.parallel : ssh.parallel);
-  options.audit = [](const AuditRecord& r) {
+  options.audit = [audit](const AuditRecord& r) {
+    if (audit) audit(r);
     spdlog::debug("{}: `{}` -> {} ({} ms)", r.node, r.command,
                   r.failure == FailureKind::None || r.failure == FailureKind::CommandFailed
                       ? "exit " + std::to_string(r.exit_code)

@@ -2,6 +2,7 @@
 // What every command shares: global options, the schemas, loading a spec
 // with its errors printed the same way everywhere.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -64,7 +65,8 @@ void add_ssh_options(CLI::App& command, SshOverrides& overrides);
 // The runner for the selected nodes; CommandFailed for settings that cannot
 // work (a passphrase variable that is not set, a bastion: not supported yet).
 std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
-                                               const SshOverrides& overrides);
+                                               const SshOverrides& overrides,
+                                               std::function<void(const AuditRecord&)> audit = nullptr);
 
 // "~/x" -> "$HOME/x"
 std::string expand_home(const std::string& path);

@@ -36,8 +36,14 @@ trap on_term TERM INT HUP
 
 while :; do
   echo "node-run: $(date -u +%FT%TZ) booting $name"
-  systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
-    --network-namespace-path="/run/netns/$netns" -M "$name" \
+  # nspawn itself runs inside the node's network namespace (nsenter --net;
+  # not ip netns exec, which would remount /sys and hide the cgroup trees) as well as
+  # being told to use it: only then is the node's /sys mounted for that
+  # namespace (/sys/class/net shows eth0/eth1, not the host's links), while
+  # nspawn still treats the network as private (CAP_NET_ADMIN, writable
+  # /proc/sys/net for the phases' MTU and sysctl steps).
+  nsenter --net="/run/netns/$netns" systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
+    --network-namespace-path="/run/netns/$netns" --capability=CAP_NET_ADMIN -M "$name" \
     --console=passive "$@" </dev/null &
   child=$!
   rc=0

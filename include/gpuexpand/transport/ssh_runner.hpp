@@ -4,10 +4,27 @@
 // neither 1,000 threads nor 1,000 processes. One session per node is kept
 // for the whole run and reused for every command; each command gets its
 // own channel. Host keys are checked strictly against known_hosts.
+//
+// Bastion (ssh.bastion, ProxyJump): one authenticated session to the
+// bastion, its host key checked against the same known_hosts under the
+// bastion's address and port; each node behind it is a direct-tcpip
+// channel of that session carrying the node's own SSH session, whose host
+// key is checked under the node's address and port as for a direct node.
+// Both sessions run from the same poll loop. A bastion that cannot be
+// reached, has an unknown or changed host key or refuses the login fails
+// every node behind it, the message naming the bastion. libssh2 keeps one
+// channel-open request in flight per session, so the channels to the nodes
+// open one after another (one round trip each through the bastion); a node
+// whose address the bastion cannot connect to fails alone ("the bastion …
+// could not open a connection to …"); one that black-holes the connection
+// holds the other opens until libssh2 gives up on it (60 s), though the
+// node itself fails at the connect timeout.
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +32,27 @@
 
 namespace gpuexpand {
 
+// How one node is reached where it differs from the runner-wide settings
+// (an ssh config: see resolve_ssh_route in ssh_config.hpp).
+struct SshNodeRoute {
+  std::string identity_file;            // empty: SshRunnerOptions::identity_file
+  std::optional<NodeEndpoint> bastion;  // through this host; unset: SshRunnerOptions::bastion
+  std::string bastion_identity_file;    // empty: SshRunnerOptions::identity_file
+};
+
 struct SshRunnerOptions {
   std::string identity_file;  // empty: use ssh-agent
   std::string passphrase;     // the identity's passphrase (from the spec's passphrase_env); never logged
+  // Passphrases by key file, for keys other than identity_file or when
+  // each key has its own; a key not listed uses `passphrase`. Never logged.
+  std::map<std::string, std::string> passphrases;
+  // Every node is reached through this host (name, address, port, user),
+  // authenticated like the nodes (identity_file or the agent).
+  std::optional<NodeEndpoint> bastion;
+  // Per node (by index) when not empty; nodes past its end use the
+  // defaults. Nodes with the same bastion (address, port, user, key) share
+  // one session to it.
+  std::vector<SshNodeRoute> routes;
   std::string known_hosts;    // absolute path
   bool accept_new_host_keys = false;  // trust on first use; a changed key is still refused
   bool become_sudo = false;           // run commands through `sudo -n`

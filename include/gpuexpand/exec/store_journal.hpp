@@ -1,0 +1,48 @@
+#pragma once
+// The executor's journal written to the state store, in step with the
+// console: each phase start/end, checkpoint and restore is one transaction,
+// so a controller killed at any moment leaves a consistent record that the
+// next `apply` resumes from.
+
+#include <string>
+#include <vector>
+
+#include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/state/state_store.hpp"
+
+namespace gpuexpand {
+
+class StoreJournal final : public RunJournal {
+ public:
+  // `also` (may be null) receives every event too: the console reporter.
+  StoreJournal(StateStore& store, int64_t run_id, RunJournal* also, std::string (*now)());
+
+  void phase_started(const std::string& node, const std::string& phase) override;
+  void phase_finished(const PhaseRecord& record) override;
+  void checkpoint_taken(const std::string& node, const std::string& phase, const std::string& remote_path,
+                        const nlohmann::json& manifest) override;
+  void checkpoint_restored(const std::string& node, const std::string& phase) override;
+  void node_finished(const std::string& node, NodeResult result, const std::string& message) override;
+  void batch_stopped(const std::string& reason) override;
+
+  // Audit of every remote command, buffered and written in batches.
+  void audit(const AuditRecord& record);
+  void flush_audit();
+
+  // State store errors are reported once and do not stop the run: the
+  // nodes' safety does not depend on the record.
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  void check(const Result<void>& written);
+
+  StateStore& store_;
+  int64_t run_id_;
+  RunJournal* also_;
+  std::string (*now_)();
+  std::map<std::pair<std::string, std::string>, std::string> started_at_;
+  std::vector<AuditEntry> pending_audit_;
+  std::vector<std::string> errors_;
+};
+
+}  // namespace gpuexpand

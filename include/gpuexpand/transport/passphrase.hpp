@@ -1,0 +1,28 @@
+#pragma once
+// The passphrase of an encrypted identity file: whether one is needed
+// (read from the key file itself) and a prompt on the terminal when the
+// spec names no passphrase_env. The passphrase is never logged.
+
+#include <optional>
+#include <string>
+
+#include "gpuexpand/util/result.hpp"
+
+namespace gpuexpand {
+
+// Whether the private key at `key_path` is encrypted. OpenSSH format
+// ("BEGIN OPENSSH PRIVATE KEY"): the cipher name in the decoded body is not
+// "none". PEM: an ENCRYPTED header ("Proc-Type: 4,ENCRYPTED" or "BEGIN
+// ENCRYPTED PRIVATE KEY"). An unreadable file or one in neither format is
+// an error.
+Result<bool> key_file_is_encrypted(const std::string& key_path);
+
+// Asks "Passphrase for KEY: " on stderr with echo off and reads one line
+// from stdin. std::nullopt when stdin is not a terminal (a run must not
+// hang on a prompt nobody sees) or nothing could be read (EOF, ^D).
+std::optional<std::string> prompt_passphrase(const std::string& key_path);
+
+// The same on given descriptors (tests use a pseudo-terminal).
+std::optional<std::string> prompt_passphrase_on(int in_fd, int out_fd, const std::string& key_path);
+
+}  // namespace gpuexpand
