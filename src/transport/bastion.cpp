@@ -72,6 +72,11 @@ bool is_channel_error(int code) {
   }
 }
 
+bool tunnel_has_unread(const Tunnel& tunnel) {
+  return tunnel.channel && !tunnel.dead && !tunnel.eof && tunnel.in.size() - tunnel.in_pos < kMaxInbound &&
+         libssh2_poll_channel_read(tunnel.channel, 0) > 0;
+}
+
 PumpResult pump_tunnel(Tunnel& tunnel) {
   PumpResult result;
   if (!tunnel.channel || tunnel.dead) return result;

@@ -45,6 +45,10 @@ struct PumpResult {
 // the channel holds into the buffer, without blocking.
 PumpResult pump_tunnel(Tunnel& tunnel);
 
+// Whether libssh2 holds data for the channel that pump_tunnel would take
+// (read from the bastion's socket while serving another channel).
+bool tunnel_has_unread(const Tunnel& tunnel);
+
 // Whether a libssh2 error concerns one channel rather than the session.
 bool is_channel_error(int code);
 

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 
+#include "bastion.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -90,7 +91,16 @@ bool looks_like_rsa_key(const std::string& path) {
   return first.find("RSA PRIVATE KEY") != std::string::npos;
 }
 
-enum class Stage { Idle, Connecting, Handshake, Authenticating, Ready, Failed };
+enum class Stage {
+  Idle,
+  Connecting,         // TCP connect to the node (or the bastion)
+  WaitingForBastion,  // behind a bastion: waiting for its session or for its turn to open a channel
+  Tunnelling,         // behind a bastion: the bastion is opening the channel to the node
+  Handshake,
+  Authenticating,
+  Ready,
+  Failed,
+};
 enum class ChannelStage { Opening, Executing, Writing, SendingEof, Reading, Closing, Done };
 
 struct Job {
@@ -100,8 +110,14 @@ struct Job {
 
 struct Connection {
   NodeEndpoint endpoint;
+  size_t index = 0;           // in nodes (or bastions)
+  bool is_bastion = false;
+  int via = -1;               // the bastion (index) the node is reached through, -1: direct
+  std::string identity_file;  // empty: the agent
+  std::string passphrase;
   Stage stage = Stage::Idle;
-  int fd = -1;
+  int fd = -1;                // direct connections and bastions; -1 behind a bastion
+  std::unique_ptr<detail::Tunnel> tunnel;  // behind a bastion: the channel carrying the session
   LIBSSH2_SESSION* session = nullptr;
   LIBSSH2_AGENT* agent = nullptr;
   libssh2_agent_publickey* agent_identity = nullptr;
@@ -123,18 +139,51 @@ struct Connection {
   bool active = false;  // counts against --parallel
 };
 
+// One session to a bastion, shared by every node behind it.
+struct Bastion {
+  Connection link;
+  std::vector<size_t> members;     // nodes reached through it
+  std::deque<size_t> open_queue;   // nodes waiting for a channel, in order
+  std::optional<size_t> opening;   // the node whose channel is being opened (one at a time)
+  bool opening_abandoned = false;  // that node gave up (connect timeout): drop the channel when it comes
+  std::string open_host;
+  int open_port = 0;
+  std::vector<LIBSSH2_CHANNEL*> closing;  // channels of torn-down nodes, closed without blocking
+  bool want_write = false;                // something waits for the socket to drain
+};
+
+bool same_bastion(const Connection& a, const NodeEndpoint& e, const std::string& identity) {
+  return a.endpoint.address == e.address && a.endpoint.port == e.port && a.endpoint.user == e.user &&
+         a.identity_file == identity;
+}
+
 }  // namespace
 
 struct SshRunner::Impl {
   SshRunnerOptions options;
-  std::vector<Connection> nodes;
+  std::vector<Connection> nodes;      // never resized after construction: tunnels point into it
+  std::vector<Bastion> bastions;
   KnownHosts known_hosts;
   std::optional<std::string> known_hosts_error;
 
   Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts) : options(std::move(opts)) {
     init_libssh2_once();
     nodes.resize(endpoints.size());
-    for (size_t i = 0; i < endpoints.size(); ++i) nodes[i].endpoint = std::move(endpoints[i]);
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      Connection& c = nodes[i];
+      c.endpoint = std::move(endpoints[i]);
+      c.index = i;
+      const SshNodeRoute* route = i < options.routes.size() ? &options.routes[i] : nullptr;
+      c.identity_file = route && !route->identity_file.empty() ? route->identity_file : options.identity_file;
+      c.passphrase = passphrase_for(c.identity_file);
+      const std::optional<NodeEndpoint>& bastion = route && route->bastion ? route->bastion : options.bastion;
+      if (bastion) {
+        const std::string& identity =
+            route && !route->bastion_identity_file.empty() ? route->bastion_identity_file : options.identity_file;
+        c.via = static_cast<int>(bastion_for(*bastion, identity));
+        bastions[static_cast<size_t>(c.via)].members.push_back(i);
+      }
+    }
     auto loaded = KnownHosts::load(options.known_hosts);
     if (loaded) {
       known_hosts = std::move(loaded.value());
@@ -144,17 +193,57 @@ struct SshRunner::Impl {
   }
 
   ~Impl() {
+    // Nodes first: their channels live in the bastions' sessions.
     for (auto& c : nodes) teardown(c, true);
+    for (auto& b : bastions) {
+      for (LIBSSH2_CHANNEL* channel : b.closing) libssh2_channel_free(channel);
+      b.closing.clear();
+      teardown(b.link, true);
+    }
+  }
+
+  std::string passphrase_for(const std::string& identity) const {
+    const auto found = options.passphrases.find(identity);
+    return found != options.passphrases.end() ? found->second : options.passphrase;
+  }
+
+  size_t bastion_for(const NodeEndpoint& endpoint, const std::string& identity) {
+    for (size_t k = 0; k < bastions.size(); ++k) {
+      if (same_bastion(bastions[k].link, endpoint, identity)) return k;
+    }
+    Bastion& b = bastions.emplace_back();
+    b.link.endpoint = endpoint;
+    if (b.link.endpoint.name.empty()) b.link.endpoint.name = endpoint.address;
+    b.link.index = bastions.size() - 1;
+    b.link.is_bastion = true;
+    b.link.identity_file = identity;
+    b.link.passphrase = passphrase_for(identity);
+    return bastions.size() - 1;
   }
 
   std::string who(const Connection& c) const {
-    return c.endpoint.name == c.endpoint.address ? c.endpoint.name
-                                                 : c.endpoint.name + " (" + c.endpoint.address + ")";
+    const std::string name = c.endpoint.name == c.endpoint.address ? c.endpoint.name
+                                                                   : c.endpoint.name + " (" + c.endpoint.address + ")";
+    return c.is_bastion ? "bastion " + name : name;
+  }
+
+  Bastion* bastion_of(const Connection& c) {
+    return c.via >= 0 ? &bastions[static_cast<size_t>(c.via)] : nullptr;
+  }
+
+  // The socket handed to libssh2: behind a bastion, the bastion's (libssh2
+  // only checks it is non-blocking; the I/O goes through the tunnel).
+  int session_socket(const Connection& c) const {
+    return c.via >= 0 ? bastions[static_cast<size_t>(c.via)].link.fd : c.fd;
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   void teardown(Connection& c, bool polite) {
+    // Behind a bastion: make the tunnel fail first, so that freeing the
+    // session does not wait for an answer that nobody will carry.
+    if (c.tunnel) c.tunnel->dead = true;
+    const bool tunnelled = c.via >= 0;
     if (c.channel) {
       libssh2_channel_free(c.channel);
       c.channel = nullptr;
@@ -169,14 +258,30 @@ struct SshRunner::Impl {
     if (c.session) {
       // A polite disconnect may block for a round trip; at the end of a run
       // that is fine, after an error it is not worth it.
-      if (polite && c.stage == Stage::Ready) {
+      if (polite && c.stage == Stage::Ready && !tunnelled) {
         libssh2_session_set_blocking(c.session, 1);
         libssh2_session_set_timeout(c.session, 2000);
         libssh2_session_disconnect(c.session, "gpuexpand done");
       }
+      // A dead socket makes libssh2 free at once instead of returning
+      // EAGAIN while it waits for channels to close (and leaking).
+      if (c.fd >= 0) ::shutdown(c.fd, SHUT_RDWR);
       libssh2_session_free(c.session);
       c.session = nullptr;
     }
+    if (c.tunnel) {
+      if (c.tunnel->channel) {
+        Bastion& b = bastions[static_cast<size_t>(c.via)];
+        if (b.link.session) b.closing.push_back(c.tunnel->channel);
+      }
+      c.tunnel.reset();
+    }
+    if (c.via >= 0 && (c.stage == Stage::WaitingForBastion || c.stage == Stage::Tunnelling)) {
+      Bastion& b = bastions[static_cast<size_t>(c.via)];
+      std::erase(b.open_queue, c.index);
+      if (b.opening == c.index) b.opening_abandoned = true;
+    }
+    if (c.is_bastion) bastions[c.index].closing.clear();  // freed with the session
     if (c.fd >= 0) {
       ::close(c.fd);
       c.fd = -1;
@@ -217,6 +322,10 @@ struct SshRunner::Impl {
   void start_connect(Connection& c) {
     if (known_hosts_error) {
       fail_connection(c, FailureKind::HostKeyUnknown, who(c) + ": " + *known_hosts_error);
+      return;
+    }
+    if (c.via >= 0) {
+      start_tunnel(c);
       return;
     }
     addrinfo hints{};
@@ -274,20 +383,24 @@ struct SshRunner::Impl {
       return;
     }
     libssh2_session_set_blocking(c.session, 0);
-    // Ask for the key type known_hosts has for this host first, so a host
-    // with several keys presents the one we can verify.
+    prefer_known_key_types(c);
+    c.stage = Stage::Handshake;
+    step_handshake(c);
+  }
+
+  // Ask for the key type known_hosts has for this host first, so a host
+  // with several keys presents the one we can verify.
+  void prefer_known_key_types(Connection& c) {
     const auto types = known_hosts.key_types_for(c.endpoint.address, c.endpoint.port);
     if (!types.empty()) {
       std::string preference;
       for (const auto& t : types) preference += (preference.empty() ? "" : ",") + t;
       libssh2_session_method_pref(c.session, LIBSSH2_METHOD_HOSTKEY, preference.c_str());
     }
-    c.stage = Stage::Handshake;
-    step_handshake(c);
   }
 
   void step_handshake(Connection& c) {
-    const int rc = libssh2_session_handshake(c.session, c.fd);
+    const int rc = libssh2_session_handshake(c.session, session_socket(c));
     if (rc == LIBSSH2_ERROR_EAGAIN) return;
     if (rc != 0) {
       fail_connection(c, FailureKind::Protocol, who(c) + ": SSH handshake failed: " + last_error(c.session));
@@ -356,10 +469,10 @@ struct SshRunner::Impl {
     const std::string& user = c.endpoint.user;
     const auto user_length = static_cast<unsigned>(user.size());
     int rc = 0;
-    if (!options.identity_file.empty()) {
+    if (!c.identity_file.empty()) {
       rc = libssh2_userauth_publickey_fromfile_ex(c.session, user.c_str(), user_length, nullptr,
-                                                  options.identity_file.c_str(),
-                                                  options.passphrase.empty() ? nullptr : options.passphrase.c_str());
+                                                  c.identity_file.c_str(),
+                                                  c.passphrase.empty() ? nullptr : c.passphrase.c_str());
     } else {
       rc = authenticate_with_agent(c);
     }
@@ -389,20 +502,20 @@ struct SshRunner::Impl {
 
   std::string auth_failure_message(Connection& c, int rc) {
     const std::string base = who(c) + ": authentication as " + c.endpoint.user + " failed: ";
-    if (options.identity_file.empty()) {
+    if (c.identity_file.empty()) {
       return base + (rc == LIBSSH2_ERROR_AGENT_PROTOCOL ? "no identity_file and no usable ssh-agent"
                                                         : "the agent's keys were refused");
     }
     if (rc == LIBSSH2_ERROR_FILE) {
-      return base + "cannot use the key " + options.identity_file +
+      return base + "cannot use the key " + c.identity_file +
              " (missing, unreadable, or a wrong passphrase: " + last_error(c.session) + ")";
     }
-    if (looks_like_rsa_key(options.identity_file)) {
-      return base + "the server refused the RSA key " + options.identity_file +
+    if (looks_like_rsa_key(c.identity_file)) {
+      return base + "the server refused the RSA key " + c.identity_file +
              "; this libssh2 signs RSA only with SHA-1 (ssh-rsa), which modern sshd rejects: use an ed25519 or "
              "ECDSA key";
     }
-    return base + "the key " + options.identity_file + " was refused (is it in ~" + c.endpoint.user +
+    return base + "the key " + c.identity_file + " was refused (is it in ~" + c.endpoint.user +
            "/.ssh/authorized_keys?)";
   }
 
@@ -572,6 +685,210 @@ struct SshRunner::Impl {
     if (job.done) job.done(outcome);
   }
 
+  // ---------------------------------------------------------------- bastions
+
+  std::string bastion_timeout_text() const {
+    return std::to_string(options.connect_timeout.count() / 1000) + " s";
+  }
+
+  // A node behind a bastion: queue it for a channel once the bastion's
+  // session is up (service_bastion connects it and opens the channels).
+  void start_tunnel(Connection& c) {
+    Bastion& b = *bastion_of(c);
+    if (b.link.stage == Stage::Failed) {
+      fail_connection(c, b.link.failure, who(c) + ": via " + b.link.failure_message);
+      return;
+    }
+    c.stage = Stage::WaitingForBastion;
+    b.open_queue.push_back(c.index);
+  }
+
+  // The bastion could not be reached or logged into: every node waiting
+  // for it fails with its reason; later work fails the same way.
+  void bastion_failed(Bastion& b) {
+    b.open_queue.clear();
+    for (size_t m : b.members) {
+      Connection& c = nodes[m];
+      if (c.stage == Stage::WaitingForBastion || (c.stage == Stage::Idle && !c.queue.empty())) {
+        c.stage = Stage::Idle;
+        fail_connection(c, b.link.failure, who(c) + ": via " + b.link.failure_message);
+      }
+    }
+  }
+
+  // The bastion's session broke: every channel through it is gone. A node
+  // running a command loses it (it may have half-run); the others start
+  // over, through a new session to the bastion when they have work.
+  void lose_bastion(Bastion& b, const std::string& what) {
+    const std::string reason = "the connection to " + who(b.link) + " was lost: " + what;
+    for (size_t m : b.members) {
+      Connection& c = nodes[m];
+      if (c.tunnel) c.tunnel->channel = nullptr;  // freed with the bastion's session
+    }
+    b.opening.reset();
+    b.open_queue.clear();
+    b.closing.clear();
+    for (size_t m : b.members) {
+      Connection& c = nodes[m];
+      if (c.stage == Stage::Ready && !c.queue.empty() && c.channel_stage != ChannelStage::Done) {
+        lose_connection(c, reason);
+      } else if (c.stage != Stage::Failed && c.stage != Stage::Idle) {
+        teardown(c, false);
+      }
+    }
+    teardown(b.link, false);
+  }
+
+  // Frees the channels of nodes that were torn down; libssh2 waits for the
+  // bastion to confirm the close, so this takes a few rounds.
+  bool drive_closing(Bastion& b) {
+    const size_t before = b.closing.size();
+    std::erase_if(b.closing, [](LIBSSH2_CHANNEL* channel) { return libssh2_channel_free(channel) != LIBSSH2_ERROR_EAGAIN; });
+    return b.closing.size() != before;
+  }
+
+  // Opens the channel to the next node in line (libssh2 keeps one open in
+  // flight per session). True when something changed.
+  bool drive_open(Bastion& b) {
+    Connection& link = b.link;
+    if (!b.opening) {
+      while (!b.open_queue.empty() && !b.opening) {
+        const size_t m = b.open_queue.front();
+        b.open_queue.pop_front();
+        Connection& c = nodes[m];
+        if (c.stage != Stage::WaitingForBastion) continue;
+        b.opening = m;
+        b.opening_abandoned = false;
+        b.open_host = c.endpoint.address;
+        b.open_port = c.endpoint.port;
+        c.stage = Stage::Tunnelling;
+        c.connect_deadline = Clock::now() + options.connect_timeout;
+      }
+      if (!b.opening) return false;
+    }
+    // The originator address is informational; OpenSSH logs it.
+    LIBSSH2_CHANNEL* channel =
+        libssh2_channel_direct_tcpip_ex(link.session, b.open_host.c_str(), b.open_port, "127.0.0.1", 0);
+    const size_t m = *b.opening;
+    if (!channel) {
+      const int error = libssh2_session_last_errno(link.session);
+      if (error == LIBSSH2_ERROR_EAGAIN) return false;
+      const bool abandoned = b.opening_abandoned;
+      b.opening.reset();
+      if (error == LIBSSH2_ERROR_CHANNEL_FAILURE || error == LIBSSH2_ERROR_TIMEOUT) {
+        Connection& c = nodes[m];
+        if (!abandoned && c.stage == Stage::Tunnelling) {
+          const std::string port = c.endpoint.port == 22 ? "" : " port " + std::to_string(c.endpoint.port);
+          fail_connection(c, error == LIBSSH2_ERROR_TIMEOUT ? FailureKind::ConnectTimeout : FailureKind::Refused,
+                          who(c) + ": the " + who(link) + " could not open a connection to " + c.endpoint.address +
+                              port + " (" + last_error(link.session) +
+                              ": the node refused or is unreachable from the bastion, or the bastion forbids TCP "
+                              "forwarding)");
+        }
+        return true;
+      }
+      lose_bastion(b, "opening a channel: " + last_error(link.session));
+      return true;
+    }
+    b.opening.reset();
+    Connection& c = nodes[m];
+    if (b.opening_abandoned || c.stage != Stage::Tunnelling) {
+      b.closing.push_back(channel);
+      return true;
+    }
+    c.tunnel = std::make_unique<detail::Tunnel>();
+    c.tunnel->channel = channel;
+    c.session = detail::open_tunnelled_session(c.tunnel.get());
+    if (!c.session) {
+      fail_connection(c, FailureKind::Protocol, who(c) + ": cannot create an SSH session");
+      return true;
+    }
+    prefer_known_key_types(c);
+    c.stage = Stage::Handshake;
+    step_handshake(c);
+    return true;
+  }
+
+  // Drives a bastion: connects it when nodes wait for it, then moves bytes
+  // between its channels and the nodes' sessions until nothing moves.
+  void service_bastion(Bastion& b) {
+    Connection& link = b.link;
+    switch (link.stage) {
+      case Stage::Idle:
+        if (!b.open_queue.empty()) start_connect(link);
+        break;
+      case Stage::Connecting: step_connecting(link); break;
+      case Stage::Handshake: step_handshake(link); break;
+      case Stage::Authenticating: step_authenticating(link); break;
+      default: break;
+    }
+    link.revents = 0;
+    if (link.stage == Stage::Failed) {
+      bastion_failed(b);
+      return;
+    }
+    if (link.stage != Stage::Ready) return;
+
+    for (int round = 0; round < 10'000; ++round) {
+      bool progress = drive_closing(b);
+      progress = drive_open(b) || progress;
+      if (link.stage != Stage::Ready) return;
+      b.want_write = false;
+      for (size_t m : b.members) {
+        Connection& c = nodes[m];
+        if (!c.tunnel || !c.tunnel->channel) continue;
+        const detail::PumpResult pumped = detail::pump_tunnel(*c.tunnel);
+        if (pumped.status == detail::PumpStatus::SessionBroken) {
+          lose_bastion(b, last_error(link.session));
+          return;
+        }
+        if (pumped.status == detail::PumpStatus::TunnelBroken) {
+          c.tunnel->eof = true;  // the node's session fails on its next read
+          progress = true;
+        }
+        progress = progress || pumped.progress;
+        b.want_write = b.want_write || pumped.want_write;
+      }
+      // Let the nodes' sessions use what arrived and queue what they send.
+      for (size_t m : b.members) {
+        Connection& c = nodes[m];
+        if (!c.tunnel || !c.session) continue;
+        const size_t before = c.tunnel->transferred;
+        const Stage stage = c.stage;
+        step(c);
+        if (!c.tunnel || c.tunnel->transferred != before || c.stage != stage) progress = true;
+      }
+      if (!progress) {
+        // Data libssh2 already read for a channel does not wake poll().
+        for (size_t m : b.members) {
+          const Connection& c = nodes[m];
+          if (c.tunnel && detail::tunnel_has_unread(*c.tunnel)) progress = true;
+        }
+      }
+      if (!progress) break;
+    }
+    if (link.session && (libssh2_session_block_directions(link.session) & LIBSSH2_SESSION_BLOCK_OUTBOUND)) {
+      b.want_write = true;
+    }
+  }
+
+  bool bastion_has_work(const Bastion& b) const {
+    if (!b.open_queue.empty() || b.opening || !b.closing.empty()) return true;
+    return std::any_of(b.members.begin(), b.members.end(), [&](size_t m) { return nodes[m].tunnel != nullptr; });
+  }
+
+  void check_bastion_deadline(Bastion& b, Clock::time_point now) {
+    Connection& link = b.link;
+    const bool connecting =
+        link.stage == Stage::Connecting || link.stage == Stage::Handshake || link.stage == Stage::Authenticating;
+    if (connecting && now > link.connect_deadline) {
+      const char* where = link.stage == Stage::Connecting ? "no TCP connection" : "no SSH handshake and login";
+      fail_connection(link, FailureKind::ConnectTimeout,
+                      who(link) + ": connection timed out (" + where + " within " + bastion_timeout_text() + ")");
+      bastion_failed(b);
+    }
+  }
+
   // ---------------------------------------------------------------- the loop
 
   void step(Connection& c) {
@@ -590,21 +907,37 @@ struct SshRunner::Impl {
         // connection: (re)connect for the queued work.
         if (!c.queue.empty()) start_connect(c);
         break;
+      case Stage::WaitingForBastion:
+      case Stage::Tunnelling:
+        break;  // the bastion moves these on (service_bastion)
       case Stage::Failed:
         break;
     }
   }
 
   void check_deadlines(Connection& c, Clock::time_point now) {
-    const bool connecting = c.stage == Stage::Connecting || c.stage == Stage::Handshake || c.stage == Stage::Authenticating;
+    const bool connecting = c.stage == Stage::Connecting || c.stage == Stage::Tunnelling ||
+                            c.stage == Stage::Handshake || c.stage == Stage::Authenticating;
     if (connecting && now > c.connect_deadline) {
-      const char* where = c.stage == Stage::Connecting ? "no TCP connection" : "no SSH handshake and login";
+      std::string where = c.stage == Stage::Connecting ? "no TCP connection" : "no SSH handshake and login";
+      if (c.stage == Stage::Tunnelling) where = "the " + who(bastion_of(c)->link) + " did not connect to it";
       fail_connection(c, FailureKind::ConnectTimeout,
                       who(c) + ": connection timed out (" + where + " within " +
                           std::to_string(options.connect_timeout.count() / 1000) + " s)");
     } else if (c.stage == Stage::Ready && !c.queue.empty() && c.channel_stage != ChannelStage::Done && now > c.deadline) {
       time_out_job(c);
     }
+  }
+
+  static short poll_events(const Connection& c) {
+    if (c.stage == Stage::Connecting) return POLLOUT;
+    short events = 0;
+    if (c.session) {
+      const int directions = libssh2_session_block_directions(c.session);
+      if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
+      if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
+    }
+    return events == 0 ? POLLIN : events;
   }
 
   void run() {
@@ -631,33 +964,50 @@ struct SshRunner::Impl {
         if (c.active) step(c);
         c.revents = 0;
       }
+      for (auto& b : bastions) service_bastion(b);
 
       std::vector<pollfd> fds;
-      std::vector<size_t> owners;
+      std::vector<size_t> owners;  // node index, or nodes.size() + bastion index
       Clock::time_point next_deadline = Clock::now() + milliseconds(1000);
+      bool tunnels_open = false;
       for (size_t i = 0; i < nodes.size(); ++i) {
         Connection& c = nodes[i];
-        if (!c.active || c.fd < 0 || c.queue.empty()) continue;
-        short events = 0;
-        if (c.stage == Stage::Connecting) {
-          events = POLLOUT;
-        } else if (c.session) {
-          const int directions = libssh2_session_block_directions(c.session);
-          if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
-          if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
-          if (events == 0) events = POLLIN;
+        if (!c.active || c.queue.empty()) continue;
+        if (c.stage == Stage::Tunnelling) next_deadline = std::min(next_deadline, c.connect_deadline);
+        if (c.via >= 0 && c.session) {
+          next_deadline = std::min(next_deadline, c.stage != Stage::Ready ? c.connect_deadline : c.deadline);
         }
-        fds.push_back({c.fd, events, 0});
+        if (c.fd < 0) continue;
+        fds.push_back({c.fd, poll_events(c), 0});
         owners.push_back(i);
         const bool connecting = c.stage != Stage::Ready;
         next_deadline = std::min(next_deadline, connecting ? c.connect_deadline : c.deadline);
       }
+      for (size_t k = 0; k < bastions.size(); ++k) {
+        Bastion& b = bastions[k];
+        if (b.link.fd < 0 || !bastion_has_work(b)) continue;
+        short events = poll_events(b.link);
+        if (b.link.stage == Stage::Ready) {
+          events = POLLIN;  // the nodes' sessions wait for data through it
+          if (b.want_write) events |= POLLOUT;
+          tunnels_open = true;
+        } else {
+          next_deadline = std::min(next_deadline, b.link.connect_deadline);
+        }
+        fds.push_back({b.link.fd, events, 0});
+        owners.push_back(nodes.size() + k);
+      }
       const auto wait = std::chrono::duration_cast<milliseconds>(next_deadline - Clock::now());
-      const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, 1000));
+      // Through a bastion, wake up now and then anyway: libssh2 can hold
+      // data for one channel that it read while serving another.
+      const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, tunnels_open ? 200 : 1000));
       if (!fds.empty()) {
         const int ready = ::poll(fds.data(), fds.size(), timeout);
         if (ready < 0 && errno != EINTR) return;
-        for (size_t k = 0; k < fds.size(); ++k) nodes[owners[k]].revents = fds[k].revents;
+        for (size_t k = 0; k < fds.size(); ++k) {
+          Connection& owner = owners[k] < nodes.size() ? nodes[owners[k]] : bastions[owners[k] - nodes.size()].link;
+          owner.revents = fds[k].revents;
+        }
       }
       const auto now = Clock::now();
       for (auto& c : nodes) {
@@ -666,6 +1016,14 @@ struct SshRunner::Impl {
         if (c.session && c.stage == Stage::Ready && options.keepalive_interval_s > 0) {
           int next = 0;
           libssh2_keepalive_send(c.session, &next);
+        }
+      }
+      for (auto& b : bastions) {
+        service_bastion(b);
+        check_bastion_deadline(b, now);
+        if (b.link.session && b.link.stage == Stage::Ready && options.keepalive_interval_s > 0) {
+          int next = 0;
+          libssh2_keepalive_send(b.link.session, &next);
         }
       }
     }

@@ -57,5 +57,21 @@ echo "uninitialized" >"$rootfs/etc/machine-id"
 echo "localhost" >"$rootfs/etc/hostname"
 printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
 
+# --- the clock: a container cannot set it ---------------------------------
+# chrony.service requires CAP_SYS_TIME, which nspawn nodes lack, so on a
+# real server chronyd disciplines the clock and here it would be skipped.
+# This drop-in (inert until the os-init phase installs chrony) lets it run
+# with -x: it still syncs with the spec's servers and answers `chronyc
+# sources`, but leaves the host's clock alone. A stand-in for hardware
+# access, like the driver packages.
+install -d "$rootfs/etc/systemd/system/chrony.service.d"
+cat >"$rootfs/etc/systemd/system/chrony.service.d/gxlab.conf" <<'CONF'
+[Unit]
+ConditionCapability=
+[Service]
+ExecStart=
+ExecStart=!/usr/sbin/chronyd $DAEMON_OPTS -x
+CONF
+
 install -d -m 0700 "$rootfs/root/.ssh"
 echo "gxlab base recipe done"
