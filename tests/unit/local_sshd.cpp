@@ -53,7 +53,7 @@ std::string read_all(const std::string& path) {
 
 }  // namespace
 
-std::string LocalSshd::start() {
+std::string LocalSshd::start(const std::string& extra_config) {
   if (::access("/usr/sbin/sshd", X_OK) != 0) return "/usr/sbin/sshd is not installed (scripts/setup installs it)";
   if (::geteuid() != 0) return "sshd needs root to log users in; these tests run as root in CI";
   char name[] = "/tmp/gpx-sshd-XXXXXX";
@@ -67,7 +67,7 @@ std::string LocalSshd::start() {
     return "ssh-keygen failed";
   }
   std::ofstream config(dir_ + "/sshd_config");
-  config << "Port " << port_ << "\nListenAddress 127.0.0.1\nHostKey " << dir_ << "/host_ed25519\n"
+  config << extra_config << "Port " << port_ << "\nListenAddress 127.0.0.1\nHostKey " << dir_ << "/host_ed25519\n"
          << "PidFile " << dir_ << "/sshd.pid\nAuthorizedKeysFile " << dir_ << "/authorized_keys\n"
          << "StrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
          << "KbdInteractiveAuthentication no\nLogLevel ERROR\nMaxStartups 200\nMaxSessions 200\n"

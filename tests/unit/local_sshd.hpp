@@ -11,12 +11,15 @@ namespace gpuexpand::testing {
 class LocalSshd {
  public:
   // Empty when started; otherwise why it could not start (for GTEST_SKIP).
-  std::string start();
+  // `extra_config`: sshd_config lines put before the defaults (sshd takes
+  // the first value it reads, so they win), e.g. "LogLevel VERBOSE\n".
+  std::string start(const std::string& extra_config = "");
   void stop();
   ~LocalSshd() { stop(); }
 
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
+  std::string log_path() const { return dir_ + "/sshd.log"; }
   std::string client_key() const { return dir_ + "/client_ed25519"; }
   std::string host_public_key() const;  // "ssh-ed25519 AAAA..."
   // A known_hosts file holding this server's key for [127.0.0.1]:port.

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# `gpuexpand apply` against the lab's real nodes: bare nodes converge, each
+# phase's effect checked on the node itself; a second apply changes nothing
+# in one round trip per node; a failed step rolls its phase back with the
+# files byte for byte; two applies on the same nodes: the second exits 4;
+# a controller killed with SIGKILL is resumed by the next apply.
+#
+# Needs a running lab with at least 4 nodes (tests/lab/lab up --nodes 4).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/dev/src/gpuexpand).
+# Last line: "N passed, M failed"; exit 0 only if nothing failed.
+set -uo pipefail
+
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+lab=$here/lab
+gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
+client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+state=$work/state.db
+passed=0 failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   - $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
+check() { # DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else bad "$what"; fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+sshn() { # NODE COMMAND — strict host keys, the lab's own known_hosts
+  local node=$1
+  shift
+  local addr
+  addr=$(awk -v n="$node" '$1 == n {print $2}' <<<"$("$lab" status 2>/dev/null)")
+  ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
+    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes \
+    -o ConnectTimeout=5 -o LogLevel=ERROR "root@$addr" "$@" </dev/null
+}
+on() { # NODE EXPECTED COMMAND — the command's output equals EXPECTED
+  local node=$1 expected=$2
+  shift 2
+  local got
+  got=$(sshn "$node" "$@" 2>&1)
+  [[ "$got" == "$expected" ]] || { echo "    $node: \`$*\` gave '$got', expected '$expected'"; return 1; }
+}
+audit_count() { # RUN -> number of remote commands recorded
+  sqlite3 "$state" "select count(*) from audit where run_id = $1"
+}
+
+[[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
+"$lab" status >/dev/null 2>&1 || { bad "lab is up (tests/lab/lab up --nodes 4)"; finish; }
+"$lab" spec >"$work/lab.yaml"
+check "lab spec validates" "$gx" validate "$work/lab.yaml"
+
+# ---------------------------------------------------------------- converge
+out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "first apply exits 0" test "$rc" -eq 0
+check "first apply changed all three nodes" grep -q "3 nodes: 3 changed, 0 unchanged, 0 failed" <<<"$out"
+for n in node-01 node-02 node-03; do
+  check "$n: hostname is $n" on "$n" "$n" hostname
+  check "$n: chrony uses the spec's server" on "$n" "server 198.18.0.1 iburst" "grep '^server' /etc/chrony/chrony.conf"
+  check "$n: chronyd running" on "$n" active "systemctl is-active chrony"
+  check "$n: chronyc sources lists the server" sshn "$n" "chronyc -n sources | grep -q 198.18.0.1"
+  check "$n: driver 550.90.07 via nvidia-smi" on "$n" "550.90.07" \
+    "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+  check "$n: 8 GPUs" on "$n" 8 "nvidia-smi -L | wc -l"
+  check "$n: compute interface MTU 9000" on "$n" 9000 "cat /sys/class/net/eth1/mtu"
+  check "$n: /mnt/shared in fstab" sshn "$n" "grep -q ' /mnt/shared fuse.sshfs ' /etc/fstab"
+  check "$n: /mnt/shared mounted" sshn "$n" "mountpoint -q /mnt/shared"
+  check "$n: node exporter answers with metrics" sshn "$n" \
+    "exec 3<>/dev/tcp/127.0.0.1/9100 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && grep -q '^node_' <&3"
+  check "$n: checkpoints kept on the node" sshn "$n" "test -f /var/lib/gpuexpand/checkpoints/1/os-init/complete"
+done
+
+# ---------------------------------------------------------------- idempotent
+out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
+rc=$?
+check "second apply exits 0" test "$rc" -eq 0
+check "second apply changes nothing" grep -q "3 nodes: 0 changed, 3 unchanged, 0 failed" <<<"$out"
+check "second apply: one round trip per node (3 commands in the audit)" test "$(audit_count 2)" -eq 3
+"$gx" plan "$work/lab.yaml" --limit 'node-[01-03]' --detailed-exitcode >/dev/null
+check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
+
+# ---------------------------------------------------------------- rollback
+# node-03 gets new NTP servers (chrony.conf is rewritten, chrony restarted)
+# and a package that does not exist: the base-packages step after the
+# config change fails, and the phase goes back to its checkpoint.
+before=$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")
+sed -e 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' \
+  -e 's/packages: \[chrony, rsync, jq\]/packages: [chrony, rsync, jq, no-such-package-gx]/' \
+  "$work/lab.yaml" >"$work/broken.yaml"
+out=$("$gx" apply "$work/broken.yaml" --limit node-03 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "a failing step: apply exits 3" test "$rc" -eq 3
+check "the failure names node, phase and step" grep -q "node-03: phase os-init, step base-packages: " <<<"$out"
+check "the phase was rolled back" grep -q "rolled back" <<<"$out"
+check "files byte for byte as before" test "$before" = "$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")"
+check "chrony running again after the restore" on node-03 active "systemctl is-active chrony"
+out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
+
+# ---------------------------------------------------------------- locks
+"$gx" apply "$work/lab.yaml" --limit node-04 --state "$state" >"$work/first.log" 2>&1 &
+first=$!
+for _ in $(seq 50); do grep -q "applying to" "$work/first.log" 2>/dev/null && break; sleep 0.1; done
+out=$("$gx" apply "$work/lab.yaml" --limit 'node-[03-04]' --state "$state" 2>&1)
+rc=$?
+check "a second apply on overlapping nodes exits 4" test "$rc" -eq 4
+check "it names the holder and the node" grep -q "node node-04 is locked by run" <<<"$out"
+wait "$first"
+check "the first apply finished" test $? -eq 0
+
+# ---------------------------------------------------------------- kill + resume
+# node-04 is converged now; give it a new MTU so os-init..rdma has work,
+# kill the controller mid-run, then apply again.
+sed 's/mtu: 9000/mtu: 8000/' "$work/lab.yaml" >"$work/mtu.yaml"
+sshn node-04 "rm -f /etc/chrony/chrony.conf"  # os-init work too
+"$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/killed.log" 2>&1 &
+victim=$!
+sleep 1.5
+kill -9 "$victim" 2>/dev/null
+wait "$victim" 2>/dev/null
+out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "after SIGKILL the next apply takes over and converges (exit 0)" test "$rc" -eq 0
+check "it says it resumes the interrupted run" grep -q "was interrupted and its process is gone" <<<"$out"
+check "store is consistent after the kill" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
+check "node-04 has the new MTU" on node-04 8000 "cat /sys/class/net/eth1/mtu"
+out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
+check "and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
+
+finish

@@ -1,0 +1,452 @@
+// SshRunner through a bastion, against the real local sshd: it is both the
+// bastion and the targets (it forwards TCP to itself). One session to the
+// bastion carries every target; bastion failures fail every target and
+// name the bastion; a target the bastion cannot reach fails alone; target
+// host keys are still checked. Also: encrypted ed25519/ECDSA identities
+// and ssh-agent, directly and through the bastion.
+
+#include <gtest/gtest.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/transport/passphrase.hpp"
+#include "gpuexpand/transport/ssh_runner.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+#include "local_sshd.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using testing::LocalSshd;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Local ports of this process's established TCP connections to
+// 127.0.0.1:port (from /proc: the sockets among our descriptors).
+std::vector<int> own_connections_to(int port) {
+  std::set<std::string> inodes;
+  if (DIR* fds = ::opendir("/proc/self/fd")) {
+    while (dirent* entry = ::readdir(fds)) {
+      char target[256] = {};
+      const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+      const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      const std::string text(target, n > 0 ? static_cast<size_t>(n) : 0);
+      if (text.rfind("socket:[", 0) == 0) inodes.insert(text.substr(8, text.size() - 9));
+    }
+    ::closedir(fds);
+  }
+  char remote[32];
+  std::snprintf(remote, sizeof remote, "0100007F:%04X", static_cast<unsigned>(port));
+  std::vector<int> ports;
+  std::istringstream table(read_file("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);  // header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> local >> rem >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (rem == remote && state == "01" && inodes.count(inode)) {
+      ports.push_back(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+    }
+  }
+  return ports;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+class SshBastionTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    sshd_ = new LocalSshd();
+    // VERBOSE: sshd logs every login ("Accepted publickey … port N").
+    skip_reason_ = new std::string(sshd_->start("LogLevel VERBOSE\n"));
+  }
+  static void TearDownTestSuite() {
+    delete sshd_;
+    delete skip_reason_;
+  }
+  void SetUp() override {
+    if (!skip_reason_->empty()) GTEST_SKIP() << *skip_reason_;
+    known_hosts_ = sshd_->write_known_hosts("known_hosts");
+  }
+
+  int port() const { return sshd_->port(); }
+
+  NodeEndpoint target(const std::string& name, const std::string& address = "127.0.0.1", int port = 0) const {
+    return {name, address, port ? port : sshd_->port(), "root"};
+  }
+  NodeEndpoint bastion(int port = 0) const { return {"127.0.0.1", "127.0.0.1", port ? port : sshd_->port(), "root"}; }
+
+  SshRunnerOptions options() const {
+    SshRunnerOptions o;
+    o.identity_file = sshd_->client_key();
+    o.known_hosts = known_hosts_;
+    o.connect_timeout = std::chrono::milliseconds(5000);
+    o.command_timeout = std::chrono::milliseconds(20000);
+    o.bastion = bastion();
+    return o;
+  }
+
+  // Runs `command` once on every endpoint; outcomes by node.
+  std::vector<CommandOutcome> run_all(const std::vector<NodeEndpoint>& endpoints, SshRunnerOptions o,
+                                      const std::string& command, const std::string& stdin_data = "") {
+    SshRunner runner(endpoints, std::move(o));
+    std::vector<CommandOutcome> results(endpoints.size());
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      runner.submit(i, {command, stdin_data, {}, false}, [&results, i](const CommandOutcome& r) { results[i] = r; });
+    }
+    runner.run();
+    return results;
+  }
+
+  // A second host key, and a known_hosts giving it for [localhost]:port
+  // while [127.0.0.1]:port (the bastion) keeps the real one.
+  std::string known_hosts_with_wrong_localhost_key() const {
+    const std::string key = sshd_->dir() + "/other_host_key";
+    if (::access(key.c_str(), F_OK) != 0) testing::shell("ssh-keygen -q -N '' -t ed25519 -f " + key);
+    std::ifstream pub(key + ".pub");
+    std::string type, blob;
+    pub >> type >> blob;
+    const std::string path = sshd_->dir() + "/wrong_localhost_known_hosts";
+    std::ofstream(path) << "[127.0.0.1]:" << port() << " " << sshd_->host_public_key() << "\n[localhost]:" << port()
+                        << " " << type << " " << blob << "\n";
+    return path;
+  }
+
+  static LocalSshd* sshd_;
+  static std::string* skip_reason_;
+  std::string known_hosts_;
+};
+
+LocalSshd* SshBastionTest::sshd_ = nullptr;
+std::string* SshBastionTest::skip_reason_ = nullptr;
+
+TEST_F(SshBastionTest, OneBastionSessionCarriesEveryTarget) {
+  std::vector<NodeEndpoint> endpoints;
+  for (int i = 0; i < 10; ++i) endpoints.push_back(target("t" + std::to_string(i)));
+  const size_t log_before = read_file(sshd_->log_path()).size();
+
+  SshRunner runner(endpoints, options());
+  std::vector<CommandOutcome> results(endpoints.size());
+  std::vector<std::vector<int>> seen(endpoints.size());  // our TCP connections to sshd, while each command ends
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    // The sleep keeps every target connected at once.
+    runner.submit(i, {"sleep 0.3; echo $SSH_CONNECTION", "", {}, false}, [&, i](const CommandOutcome& r) {
+      results[i] = r;
+      seen[i] = own_connections_to(port());
+    });
+  }
+  runner.run();
+
+  std::set<std::string> client_ports;
+  for (size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << results[i].message;
+    std::istringstream fields(results[i].out);
+    std::string client_ip, client_port, server_ip, server_port;
+    fields >> client_ip >> client_port >> server_ip >> server_port;
+    EXPECT_EQ(client_ip, "127.0.0.1");
+    EXPECT_EQ(server_port, std::to_string(port()));
+    client_ports.insert(client_port);
+    // One TCP connection from this process, however many targets.
+    ASSERT_EQ(seen[i].size(), 1u) << "node " << i;
+    EXPECT_EQ(seen[i].front(), seen.front().front()) << "the same bastion connection throughout";
+    EXPECT_NE(client_port, std::to_string(seen[i].front())) << "the target's session comes from the bastion's sshd";
+  }
+  EXPECT_EQ(client_ports.size(), endpoints.size()) << "each target has its own forwarded connection";
+
+  // sshd saw one login from the runner's socket (the bastion) and one per
+  // target from forwarded connections.
+  const std::string log = read_file(sshd_->log_path()).substr(log_before);
+  const std::string from_runner = "Accepted publickey for root from 127.0.0.1 port " + std::to_string(seen[0][0]) + " ";
+  EXPECT_EQ(count_of(log, from_runner), 1u) << log;
+  EXPECT_EQ(count_of(log, "Accepted publickey for root"), endpoints.size() + 1) << log;
+}
+
+TEST_F(SshBastionTest, LargeInputAndOutputThroughTheTunnel) {
+  const std::string big(3 * 1024 * 1024 + 17, 'x');
+  auto counted = run_all({target("t0"), target("t1")}, options(), "wc -c", big);
+  for (const auto& r : counted) {
+    EXPECT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.out, std::to_string(big.size()) + "\n");
+  }
+  auto printed = run_all({target("t0"), target("t1")}, options(), "head -c 4000000 /dev/zero | tr '\\0' a; echo e >&2");
+  for (const auto& r : printed) {
+    EXPECT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.out.size(), 4000000u);
+    EXPECT_EQ(r.err, "e\n");
+  }
+}
+
+TEST_F(SshBastionTest, HostileValuesKeepTheirMeaningThroughTheBastion) {
+  const std::vector<std::string> values = {"it's", "a; touch /tmp/gpx-bastion-pwned", "$(id)", "line\nbreak", "-n"};
+  SshRunner runner({target("t0")}, options());
+  std::vector<std::string> outputs;
+  for (const auto& v : values) {
+    runner.submit(0, {shell_join({"printf", "%s", v}), "", {}, false},
+                  [&](const CommandOutcome& r) { outputs.push_back(r.ok() ? r.out : r.message); });
+  }
+  runner.run();
+  EXPECT_EQ(outputs, values);
+  EXPECT_NE(::access("/tmp/gpx-bastion-pwned", F_OK), 0);
+}
+
+TEST_F(SshBastionTest, ManyTargetsAndCommandsFromOneThread) {
+  std::vector<NodeEndpoint> endpoints;
+  for (int i = 0; i < 40; ++i) endpoints.push_back(target("n" + std::to_string(i)));
+  auto o = options();
+  o.parallel = 16;
+  SshRunner runner(endpoints, o);
+  std::vector<std::string> outputs(endpoints.size());
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    runner.submit(i, {"echo " + std::to_string(i), "", {}, false}, [&, i](const CommandOutcome& first) {
+      outputs[i] = first.ok() ? first.out : first.message;
+      runner.submit(i, {"echo again", "", {}, false},
+                    [&, i](const CommandOutcome& second) { outputs[i] += second.ok() ? second.out : second.message; });
+    });
+  }
+  runner.run();
+  for (size_t i = 0; i < outputs.size(); ++i) EXPECT_EQ(outputs[i], std::to_string(i) + "\nagain\n");
+}
+
+TEST_F(SshBastionTest, CommandTimeoutThenTheTargetIsUsableAgain) {
+  SshRunner runner({target("t0"), target("t1")}, options());
+  std::vector<CommandOutcome> results;
+  runner.submit(0, {"sleep 5", "", std::chrono::milliseconds(300), false},
+                [&](const CommandOutcome& o) { results.push_back(o); });
+  runner.submit(0, {"echo after", "", {}, false}, [&](const CommandOutcome& o) { results.push_back(o); });
+  CommandOutcome other;
+  runner.submit(1, {"sleep 1; echo other", "", {}, false}, [&](const CommandOutcome& o) { other = o; });
+  const auto start = std::chrono::steady_clock::now();
+  runner.run();
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].failure, FailureKind::CommandTimeout);
+  EXPECT_TRUE(results[1].ok()) << results[1].message;
+  EXPECT_EQ(results[1].out, "after\n");
+  EXPECT_TRUE(other.ok()) << other.message;
+  EXPECT_EQ(other.out, "other\n") << "a target's timeout leaves the bastion and the other targets alone";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
+}
+
+TEST_F(SshBastionTest, UnknownBastionHostKeyFailsEveryTargetNamingTheBastion) {
+  // Only the targets' name is known: the bastion (127.0.0.1) is not.
+  auto o = options();
+  o.known_hosts = sshd_->dir() + "/targets_only_known_hosts";
+  std::ofstream(o.known_hosts) << "[localhost]:" << port() << " " << sshd_->host_public_key() << "\n";
+  auto results = run_all({target("t0", "localhost"), target("t1", "localhost"), target("t2", "localhost")}, o, "true");
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].failure, FailureKind::HostKeyUnknown);
+    const std::string prefix = "t" + std::to_string(i) + " (localhost): via bastion 127.0.0.1: host key ssh-ed25519 SHA256:";
+    EXPECT_EQ(results[i].message.rfind(prefix, 0), 0u) << results[i].message;
+    EXPECT_NE(results[i].message.find("is not in " + o.known_hosts), std::string::npos) << results[i].message;
+  }
+}
+
+TEST_F(SshBastionTest, AcceptNewHostKeysRecordsBastionAndTargets) {
+  auto o = options();
+  o.known_hosts = sshd_->dir() + "/tofu_bastion/known_hosts";
+  o.accept_new_host_keys = true;
+  auto first = run_all({target("t0", "localhost")}, o, "true");
+  EXPECT_TRUE(first[0].ok()) << first[0].message;
+  const std::string text = read_file(o.known_hosts);
+  const std::string key = sshd_->host_public_key();
+  EXPECT_NE(text.find("[127.0.0.1]:" + std::to_string(port()) + " " + key), std::string::npos) << text;
+  EXPECT_NE(text.find("[localhost]:" + std::to_string(port()) + " " + key), std::string::npos) << text;
+}
+
+TEST_F(SshBastionTest, UnreachableTargetBehindAGoodBastionFailsAlone) {
+  const int closed = testing::free_port();
+  auto results = run_all({target("good"), target("bad", "127.0.0.1", closed), target("good2")}, options(), "echo up");
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  EXPECT_TRUE(results[2].ok()) << results[2].message;
+  EXPECT_EQ(results[1].failure, FailureKind::Refused);
+  EXPECT_EQ(results[1].message.rfind("bad (127.0.0.1): the bastion 127.0.0.1 could not open a connection to 127.0.0.1 "
+                                     "port " + std::to_string(closed) + " (",
+                                     0),
+            0u)
+      << results[1].message;
+  EXPECT_TRUE(is_unreachable(results[1].failure));
+}
+
+TEST_F(SshBastionTest, TargetHostKeyMismatchIsRefused) {
+  auto o = options();
+  o.known_hosts = known_hosts_with_wrong_localhost_key();
+  o.accept_new_host_keys = true;  // never overrides a changed key
+  auto results = run_all({target("t0", "localhost"), target("t1")}, o, "echo reached");
+  EXPECT_EQ(results[0].failure, FailureKind::HostKeyChanged);
+  EXPECT_EQ(results[0].message.rfind("t0 (localhost): HOST KEY CHANGED: known_hosts has ssh-ed25519 ", 0), 0u)
+      << results[0].message;
+  EXPECT_TRUE(results[0].out.empty());
+  EXPECT_TRUE(results[1].ok()) << results[1].message;
+}
+
+TEST_F(SshBastionTest, BastionRefusingConnectionsFailsEveryTarget) {
+  const int closed = testing::free_port();
+  auto o = options();
+  o.bastion = bastion(closed);
+  auto results = run_all({target("t0"), target("t1")}, o, "true");
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].failure, FailureKind::Refused);
+    EXPECT_EQ(results[i].message, "t" + std::to_string(i) + " (127.0.0.1): via bastion 127.0.0.1: connection refused port " +
+                                      std::to_string(closed));
+  }
+}
+
+TEST_F(SshBastionTest, BastionRefusingTheLoginFailsEveryTarget) {
+  auto o = options();
+  o.bastion->user = "nosuchuser";
+  auto results = run_all({target("t0"), target("t1")}, o, "true");
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].failure, FailureKind::AuthFailed);
+    EXPECT_EQ(results[i].message.rfind("t" + std::to_string(i) +
+                                           " (127.0.0.1): via bastion 127.0.0.1: authentication as nosuchuser failed",
+                                       0),
+              0u)
+        << results[i].message;
+  }
+}
+
+TEST_F(SshBastionTest, BastionNeverSpeakingSshTimesOut) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ::listen(fd, 8);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  auto o = options();
+  o.bastion = bastion(ntohs(address.sin_port));
+  o.connect_timeout = std::chrono::milliseconds(500);
+  auto results = run_all({target("t0"), target("t1")}, o, "true");
+  ::close(fd);
+  for (const auto& r : results) {
+    EXPECT_EQ(r.failure, FailureKind::ConnectTimeout);
+    EXPECT_NE(r.message.find(": via bastion 127.0.0.1: connection timed out (no SSH handshake and login"),
+              std::string::npos)
+        << r.message;
+  }
+}
+
+TEST_F(SshBastionTest, RoutesMixDirectAndBastionNodes) {
+  auto o = options();
+  o.bastion.reset();
+  o.routes.resize(2);
+  o.routes[1].bastion = bastion();
+  std::vector<int> seen;
+  SshRunner runner({target("direct"), target("behind")}, o);
+  std::vector<CommandOutcome> results(2);
+  for (size_t i = 0; i < 2; ++i) {
+    runner.submit(i, {"sleep 0.3; echo ok", "", {}, false}, [&, i](const CommandOutcome& r) {
+      results[i] = r;
+      if (i == 1) seen = own_connections_to(port());
+    });
+  }
+  runner.run();
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  EXPECT_TRUE(results[1].ok()) << results[1].message;
+  EXPECT_GE(seen.size(), 1u);
+}
+
+// ---------------------------------------------------------------- keys and agent
+
+class SshKeysTest : public SshBastionTest {
+ protected:
+  // A new key of `type` with `passphrase`, authorized on the sshd.
+  std::string authorized_key(const std::string& name, const std::string& type, const std::string& passphrase) {
+    const std::string key = sshd_->dir() + "/" + name;
+    if (::access(key.c_str(), F_OK) != 0) {
+      EXPECT_EQ(testing::shell("ssh-keygen -q -t " + type + " -N " + shell_quote(passphrase) + " -f " + key), 0);
+      EXPECT_EQ(testing::shell("cat " + key + ".pub >> " + sshd_->dir() + "/authorized_keys"), 0);
+    }
+    return key;
+  }
+};
+
+TEST_F(SshKeysTest, EncryptedEd25519AndEcdsaKeysDirectAndThroughTheBastion) {
+  for (const std::string type : {"ed25519", "ecdsa"}) {
+    const std::string key = authorized_key("enc_" + type, type, "correct horse");
+    ASSERT_TRUE(key_file_is_encrypted(key).value()) << key;
+    auto o = options();
+    o.identity_file = key;
+    o.passphrase = "correct horse";
+    auto through = run_all({target("t0")}, o, "echo hi");
+    EXPECT_TRUE(through[0].ok()) << type << ": " << through[0].message;
+    o.bastion.reset();
+    auto direct = run_all({target("t0")}, o, "echo hi");
+    EXPECT_TRUE(direct[0].ok()) << type << ": " << direct[0].message;
+
+    o.passphrase = "wrong";
+    auto wrong = run_all({target("t0")}, o, "true");
+    EXPECT_EQ(wrong[0].failure, FailureKind::AuthFailed);
+    EXPECT_NE(wrong[0].message.find("cannot use the key " + key), std::string::npos) << wrong[0].message;
+  }
+}
+
+TEST_F(SshKeysTest, PassphrasesByKeyAndPerNodeIdentities) {
+  const std::string ed = authorized_key("enc_ed25519_b", "ed25519", "first phrase");
+  const std::string ec = authorized_key("enc_ecdsa_b", "ecdsa", "second phrase");
+  auto o = options();
+  o.identity_file = sshd_->client_key();  // the bastion's key (unencrypted)
+  o.passphrases = {{ed, "first phrase"}, {ec, "second phrase"}};
+  o.routes.resize(2);
+  o.routes[0].identity_file = ed;
+  o.routes[1].identity_file = ec;
+  auto results = run_all({target("t0"), target("t1")}, o, "echo hi");
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  EXPECT_TRUE(results[1].ok()) << results[1].message;
+}
+
+TEST_F(SshKeysTest, AgentDirectAndThroughTheBastion) {
+  const std::string socket = sshd_->dir() + "/agent.sock";
+  const std::string env = sshd_->dir() + "/agent.env";
+  ASSERT_EQ(testing::shell("ssh-agent -s -a " + socket + " > " + env), 0);
+  const std::string text = read_file(env);
+  const size_t at = text.find("SSH_AGENT_PID=");
+  ASSERT_NE(at, std::string::npos) << text;
+  const pid_t agent = static_cast<pid_t>(std::stol(text.substr(at + 14)));
+  const char* saved = std::getenv("SSH_AUTH_SOCK");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("SSH_AUTH_SOCK", socket.c_str(), 1);
+  const std::string ec = authorized_key("agent_ecdsa", "ecdsa", "");
+  const int added = testing::shell("SSH_AUTH_SOCK=" + socket + " ssh-add -q " + ec + " 2>/dev/null");
+
+  auto o = options();
+  o.identity_file.clear();
+  auto through = run_all({target("t0"), target("t1")}, o, "echo hi");
+  o.bastion.reset();
+  auto direct = run_all({target("t0")}, o, "echo hi");
+
+  ::kill(agent, SIGTERM);
+  if (saved) {
+    ::setenv("SSH_AUTH_SOCK", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("SSH_AUTH_SOCK");
+  }
+  ASSERT_EQ(added, 0);
+  for (const auto& r : through) EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(direct[0].ok()) << direct[0].message;
+}
+
+}  // namespace
+}  // namespace gpuexpand
