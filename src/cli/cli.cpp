@@ -73,6 +73,7 @@ int run_cli(int argc, char** argv) {
     cli::add_facts_command(app, action);
     cli::add_plan_command(app, action);
     cli::add_apply_command(app, action);
+    cli::add_status_command(app, action);
     cli::add_unimplemented_commands(app, action);
 
     try {

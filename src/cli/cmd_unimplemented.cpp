@@ -13,9 +13,7 @@ void add_unimplemented_commands(CLI::App& app, Action& action) {
   };
   static const Pending pending[] = {
       {"rollback", "Walk nodes back through their checkpoints (--to PHASE)", "the executor's checkpoints"},
-      {"status", "Show the latest state per node and phase from the state store", "the state store"},
       {"verify", "Run the acceptance checks on demand", "the acceptance phase"},
-      {"unlock", "Release a stale run lock (--force)", "the state store"},
   };
   for (const auto& p : pending) {
     CLI::App* cmd = app.add_subcommand(p.name, std::string(p.summary) + " (not implemented yet)");

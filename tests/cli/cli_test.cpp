@@ -42,12 +42,28 @@ TEST(Cli, UnknownOptionIsAnError) {
 }
 
 TEST(Cli, UnbuiltCommandsFailLoudly) {
-  for (const char* command : {"rollback", "status", "verify", "unlock"}) {
+  for (const char* command : {"rollback", "verify"}) {
     auto r = run_gpuexpand({command, kLabSpec});
     EXPECT_EQ(r.exit_code, 1) << command;
     EXPECT_NE(r.err.find("not implemented yet"), std::string::npos) << command << ": " << r.err;
     EXPECT_EQ(r.out, "") << command;
   }
+}
+
+TEST(Cli, StatusAndUnlockOnAFreshStore) {
+  const std::string state = make_temp_dir() + "/sub/state.db";
+  auto status = run_gpuexpand({"status", "--state", state});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(status.out, "No runs recorded in " + state + "\n");
+  auto refused = run_gpuexpand({"unlock", "--state", state});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_EQ(refused.err, "gpuexpand: unlock needs --force: releasing a lock another apply still uses lets two runs "
+                         "change the same nodes\n");
+  auto unlocked = run_gpuexpand({"unlock", "--force", "--state", state});
+  EXPECT_EQ(unlocked.exit_code, 0) << unlocked.err;
+  EXPECT_EQ(unlocked.out, "No locks held\n");
+  auto json = run_gpuexpand({"status", "--state", state, "-o", "json"});
+  EXPECT_EQ(nlohmann::json::parse(json.out), nlohmann::json::parse(R"({"runs": [], "latest": []})"));
 }
 
 TEST(Cli, ValidateExamples) {

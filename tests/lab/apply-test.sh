@@ -104,6 +104,9 @@ check "the failure names node, phase and step" grep -q "node-03: phase os-init, 
 check "the phase was rolled back" grep -q "rolled back" <<<"$out"
 check "files byte for byte as before" test "$before" = "$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")"
 check "chrony running again after the restore" on node-03 active "systemctl is-active chrony"
+status=$("$gx" status --state "$state" 2>&1)
+check "status shows the rolled-back phase with its step" \
+  grep -q "node-03 os-init (run 3): step base-packages: " <<<"$status"
 out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
 
