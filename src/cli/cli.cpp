@@ -74,6 +74,7 @@ int run_cli(int argc, char** argv) {
     cli::add_plan_command(app, action);
     cli::add_apply_command(app, action);
     cli::add_status_command(app, action);
+    cli::add_rollback_command(app, action);
     cli::add_unimplemented_commands(app, action);
 
     try {

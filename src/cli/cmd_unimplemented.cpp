@@ -12,7 +12,6 @@ void add_unimplemented_commands(CLI::App& app, Action& action) {
     const char* needs;
   };
   static const Pending pending[] = {
-      {"rollback", "Walk nodes back through their checkpoints (--to PHASE)", "the executor's checkpoints"},
       {"verify", "Run the acceptance checks on demand", "the acceptance phase"},
   };
   for (const auto& p : pending) {

@@ -17,6 +17,7 @@ void add_plan_command(CLI::App& app, Action& action);
 void add_facts_command(CLI::App& app, Action& action);
 void add_apply_command(CLI::App& app, Action& action);
 void add_status_command(CLI::App& app, Action& action);
+void add_rollback_command(CLI::App& app, Action& action);
 void add_unimplemented_commands(CLI::App& app, Action& action);
 
 }  // namespace gpuexpand::cli

@@ -29,6 +29,28 @@ json PhaseTouch::to_json() const {
           {"hostname", hostname},   {"command_rollbacks", command_rollbacks}};
 }
 
+PhaseTouch PhaseTouch::from_json(const json& m) {
+  PhaseTouch touch;
+  auto set_of = [&](const char* key) {
+    std::set<std::string> out;
+    for (const auto& v : m.value(key, json::array())) {
+      if (v.is_string()) out.insert(v.get<std::string>());
+    }
+    return out;
+  };
+  touch.files = set_of("files");
+  touch.directories = set_of("directories");
+  touch.packages = set_of("packages");
+  touch.services = set_of("services");
+  touch.sysctl_keys = set_of("sysctl");
+  touch.mount_targets = set_of("mounts");
+  touch.hostname = m.value("hostname", false);
+  for (const auto& v : m.value("command_rollbacks", json::array())) {
+    if (v.is_string()) touch.command_rollbacks.push_back(v.get<std::string>());
+  }
+  return touch;
+}
+
 bool PhaseTouch::empty() const {
   return files.empty() && directories.empty() && packages.empty() && services.empty() && sysctl_keys.empty() &&
          mount_targets.empty() && !hostname && command_rollbacks.empty();
@@ -122,9 +144,6 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
   std::string s = "export LC_ALL=C\nd=" + d + "\nrc=0\n";
   s += "[ -f \"$d/complete\" ] || { echo \"checkpoint $d is incomplete or missing\" >&2; exit 2; }\n";
   s += "fail() { echo \"restore: $*\" >&2; rc=1; }\n";
-  for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
-    s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
-  }
   for (const auto& target : touch.mount_targets) {
     s += "if grep -qx " + q(target + "\t0") + " \"$d/mounts\" 2>/dev/null && mountpoint -q " + q(target) +
          "; then umount " + q(target) + " || umount -l " + q(target) + " || fail " + q("umount " + target) + "; fi\n";
@@ -168,6 +187,11 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
          "; elif systemctl is-active -q " + unit + " 2>/dev/null; then systemctl stop " + unit + "; fi\n";
   }
   if (touch.hostname) s += "[ -f \"$d/hostname\" ] && hostname \"$(cat \"$d/hostname\")\"\n";
+  // Command steps' own rollbacks, newest first, after the files are back:
+  // they may read the restored configuration.
+  for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
+    s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
+  }
   for (const auto& target : touch.mount_targets) {
     s += "if grep -qx " + q(target + "\t1") + " \"$d/mounts\" 2>/dev/null && ! mountpoint -q " + q(target) +
          "; then mount " + q(target) + " || fail " + q("mount " + target) + "; fi\n";

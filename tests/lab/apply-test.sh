@@ -141,4 +141,29 @@ check "node-04 has the new MTU" on node-04 8000 "cat /sys/class/net/eth1/mtu"
 out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
 check "and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
 
+# ---------------------------------------------------------------- rollback --to
+# node-01 is converged; walk it back to the state right after os-init.
+out=$("$gx" rollback "$work/lab.yaml" --node node-01 --to os-init --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "rollback --to os-init exits 0" test "$rc" -eq 0
+for phase in scheduler monitoring storage rdma gpu-driver; do
+  check "rollback restored $phase" grep -q "node-01  $phase  restored" <<<"$out"
+done
+check "os-init kept: hostname" on node-01 node-01 hostname
+check "os-init kept: chrony running" on node-01 active "systemctl is-active chrony"
+check "gpu-driver undone: no nvidia-driver package" on node-01 absent \
+  "dpkg-query -W -f='\${db:Status-Abbrev}' nvidia-driver 2>/dev/null | grep -q '^ii' && echo present || echo absent"
+check "rdma undone: MTU back to 1500" on node-01 1500 "cat /sys/class/net/eth1/mtu"
+check "rdma undone: .network file gone" on node-01 gone "test -e /etc/systemd/network/60-gpuexpand-eth1.network && echo there || echo gone"
+check "storage undone: not mounted, not in fstab" on node-01 "0 no" \
+  "grep -c /mnt/shared /etc/fstab; mountpoint -q /mnt/shared && echo yes || echo no"
+check "monitoring undone: no node exporter" on node-01 absent \
+  "dpkg-query -W -f='\${db:Status-Abbrev}' prometheus-node-exporter 2>/dev/null | grep -q '^ii' && echo present || echo absent"
+plan=$("$gx" plan "$work/lab.yaml" --limit node-01 2>&1)
+check "plan after the rollback: os-init has nothing to do" bash -c '! grep -q "^  os-init" <<<"$1"' _ "$plan"
+check "plan after the rollback: gpu-driver wants the driver again" grep -q "+ package nvidia-driver" <<<"$plan"
+out=$("$gx" apply "$work/lab.yaml" --limit node-01 --state "$state" 2>&1)
+check "apply after the rollback converges again" grep -q "1 changed, 0 unchanged, 0 failed" <<<"$out"
+
 finish

@@ -29,6 +29,7 @@ struct PhaseTouch {
   std::vector<std::string> command_rollbacks;  // `rollback` of command steps, in step order
 
   nlohmann::json to_json() const;  // the manifest kept in the state store
+  static PhaseTouch from_json(const nlohmann::json& manifest);
   bool empty() const;
 };
 
@@ -41,8 +42,8 @@ std::string checkpoint_dir(int64_t run_id, const std::string& phase, const std::
 std::string checkpoint_script(int64_t run_id, const std::string& phase, const PhaseTouch& touch,
                               const std::string& root = kCheckpointRoot);
 
-// Restores a checkpoint: command rollbacks (newest first), mounts, packages,
-// files, sysctl values, services, hostname. Refuses a checkpoint without its
+// Restores a checkpoint: mounts, packages, files, sysctl values, services,
+// hostname, then command steps' rollbacks (newest first). Refuses a checkpoint without its
 // "complete" marker.
 std::string restore_script(int64_t run_id, const std::string& phase, const PhaseTouch& touch,
                            const std::string& root = kCheckpointRoot);

@@ -1,0 +1,99 @@
+#include <iostream>
+
+#include "commands.hpp"
+#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/exec/rollback.hpp"
+#include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/playbook/playbook.hpp"
+#include "gpuexpand/util/digest.hpp"
+
+namespace gpuexpand::cli {
+namespace {
+
+struct RollbackOptions {
+  std::string spec;
+  std::vector<std::string> limits;
+  std::string to;
+  std::string state = ".gpuexpand/state.db";
+  SshOverrides ssh;
+};
+
+int run_rollback(Context& context, const RollbackOptions& options) {
+  ClusterSpec spec = context.load_spec(options.spec);
+  auto selected = select_nodes(spec, options.limits);
+  if (!selected) throw CommandFailed{kExitError, selected.error().message};
+  auto store = StateStore::open(options.state);
+  if (!store) throw CommandFailed{kExitError, store.error().message};
+
+  // What each node would restore; nodes with nothing to undo are left out.
+  std::vector<NodeRollback> plan;
+  std::vector<const NodeSpec*> nodes;
+  for (const auto* node : selected.value()) {
+    auto checkpoints = (*store)->checkpoints(node->name);
+    if (!checkpoints) throw CommandFailed{kExitError, checkpoints.error().message};
+    auto todo = checkpoints_after(checkpoints.value(), options.to);
+    if (todo.empty()) {
+      std::cout << node->name << "  nothing to roll back after " << options.to << "\n";
+      continue;
+    }
+    plan.push_back({node->name, std::move(todo)});
+    nodes.push_back(node);
+  }
+  if (plan.empty()) return kExitOk;
+
+  RunRecord record;
+  record.command = "rollback";
+  record.spec_file = options.spec;
+  record.spec_sha256 = sha256_hex(spec.document.dump());
+  record.started_at = utc_now_rfc3339();
+  for (const auto* node : nodes) record.nodes.push_back(node->name);
+  auto begun = (*store)->begin_run(record);
+  if (!begun) throw CommandFailed{kExitError, begun.error().message};
+  if (auto* conflict = std::get_if<LockConflict>(&begun.value())) throw CommandFailed{kExitLocked, describe(*conflict)};
+  const int64_t run_id = std::get<int64_t>(begun.value());
+
+  auto runner = make_ssh_runner(spec, nodes, options.ssh);
+  auto results = roll_back(plan, *runner, [&](const CheckpointRecord& c) {
+    (void)(*store)->mark_checkpoint_restored(c.run_id, c.node, c.phase);
+    PhaseResult result;
+    result.run_id = run_id;
+    result.node = c.node;
+    result.phase = c.phase;
+    result.status = PhaseStatus::RolledBack;
+    result.finished_at = utc_now_rfc3339();
+    result.message = "restored the checkpoint of run " + std::to_string(c.run_id);
+    (void)(*store)->record_phase(result);
+    std::cout << c.node << "  " << c.phase << "  restored (checkpoint of run " << c.run_id << ")" << std::endl;
+  });
+  size_t failed = 0;
+  for (const auto& r : results) {
+    if (r.failure.empty()) continue;
+    ++failed;
+    std::cerr << "gpuexpand: " << r.node << ": " << r.failure << "\n";
+  }
+  std::cout << "\n" << results.size() << (results.size() == 1 ? " node" : " nodes") << " rolled back to "
+            << options.to << ", " << failed << " failed\n";
+  const int exit_code = failed ? kExitPartial : kExitOk;
+  (void)(*store)->finish_run(run_id, failed ? RunStatus::Failed : RunStatus::Succeeded, exit_code, utc_now_rfc3339());
+  return exit_code;
+}
+
+}  // namespace
+
+void add_rollback_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<RollbackOptions>();
+  CLI::App* cmd = app.add_subcommand("rollback", "Walk nodes back through their checkpoints to the state after a phase");
+  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-l,--limit,--node", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  cmd->add_option("--to", options->to, "Keep this phase and the ones before it; undo the later ones")
+      ->required()
+      ->check(CLI::IsMember(phase_order()));
+  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
+  add_ssh_options(*cmd, options->ssh);
+  cmd->footer("Example:\n  gpuexpand rollback spec.yaml --node gpu-node-007 --to os-init\n\n"
+              "Restores, newest first, every checkpoint taken before a phase after --to: files byte for byte,\n"
+              "package versions, service states, sysctl values, mounts.");
+  cmd->callback([&action, options] { action = [options](Context& c) { return run_rollback(c, *options); }; });
+}
+
+}  // namespace gpuexpand::cli
