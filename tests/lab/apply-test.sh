@@ -157,7 +157,7 @@ check "gpu-driver undone: no nvidia-driver package" on node-01 absent \
 check "rdma undone: MTU back to 1500" on node-01 1500 "cat /sys/class/net/eth1/mtu"
 check "rdma undone: .network file gone" on node-01 gone "test -e /etc/systemd/network/60-gpuexpand-eth1.network && echo there || echo gone"
 check "storage undone: not mounted, not in fstab" on node-01 "0 no" \
-  "grep -c /mnt/shared /etc/fstab; mountpoint -q /mnt/shared && echo yes || echo no"
+  "echo \$(grep -c /mnt/shared /etc/fstab) \$(mountpoint -q /mnt/shared && echo yes || echo no)"
 check "monitoring undone: no node exporter" on node-01 absent \
   "dpkg-query -W -f='\${db:Status-Abbrev}' prometheus-node-exporter 2>/dev/null | grep -q '^ii' && echo present || echo absent"
 plan=$("$gx" plan "$work/lab.yaml" --limit node-01 2>&1)
