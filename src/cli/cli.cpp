@@ -64,7 +64,8 @@ int run_cli(int argc, char** argv) {
     app.add_flag("--no-color", options.no_color, "Plain output even on a terminal (also NO_COLOR)");
     app.footer(
         "Exit codes: 0 success, nothing pending; 1 error; 2 plan --detailed-exitcode found changes;\n"
-        "            3 apply finished but some nodes failed (rolled back); 4 another run holds the lock.\n"
+        "            3 apply finished but some nodes failed (rolled back); 4 another run holds the lock;\n"
+        "            130 interrupted.\n"
         "Run 'gpuexpand COMMAND --help' for a command's options and examples.");
 
     cli::Action action;

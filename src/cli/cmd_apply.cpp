@@ -1,6 +1,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
+#include <map>
 #include <cstdio>
 #include <iostream>
 
@@ -8,6 +10,7 @@
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/inventory/hostlist.hpp"
@@ -70,12 +73,52 @@ std::optional<CountOrPercent> parse_limit_option(const std::string& text, const 
   return parsed;
 }
 
+// A saved plan (`plan --out plan.json`): its document, when `path` is one.
+std::optional<nlohmann::json> read_saved_plan(Context& context, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto document = nlohmann::json::parse(text, nullptr, false);
+  if (!document.is_object() || document.value("kind", "") != "gpuexpand-plan") return std::nullopt;
+  const auto problems = context.schema("plan").validate_json(document);
+  if (!problems.empty()) throw CommandFailed{kExitError, path + ": not a valid plan document: " + problems.front()};
+  return document;
+}
+
 int run_apply(Context& context, const ApplyOptions& options) {
-  ClusterSpec spec = context.load_spec(options.spec);
-  auto selected = select_nodes(spec, options.limits);
+  // `apply plan.json` applies exactly what was reviewed: the same spec and
+  // playbooks, only the nodes the plan changes, and only if their facts are
+  // still those the plan was made from (checked once the locks are held).
+  const auto saved_plan = read_saved_plan(context, options.spec);
+  const std::string spec_path = saved_plan ? (*saved_plan)["spec"]["file"].get<std::string>() : options.spec;
+  ClusterSpec spec = context.load_spec(spec_path);
+  const PlaybookSet& playbooks = context.playbooks();
+  std::vector<std::string> limits = options.limits;
+  std::map<std::string, std::string> planned_digests;
+  if (saved_plan) {
+    if (!options.limits.empty()) throw CommandFailed{kExitError, "--limit cannot narrow a saved plan; plan again with --limit"};
+    if (sha256_hex(spec.document.dump()) != (*saved_plan)["spec"]["sha256"]) {
+      throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + spec_path +
+                                          " changed since the plan was made; plan again"};
+    }
+    if (playbooks.digest != (*saved_plan)["playbooks_sha256"]) {
+      throw CommandFailed{kExitError, "refusing to apply " + options.spec +
+                                          ": the playbooks changed since the plan was made; plan again"};
+    }
+    std::string names;
+    for (const auto& node : (*saved_plan)["nodes"]) {
+      if (node["status"] != "changes") continue;
+      names += (names.empty() ? "" : ",") + node["name"].get<std::string>();
+      planned_digests[node["name"]] = node.value("facts_sha256", "");
+    }
+    if (names.empty()) {
+      std::cout << "The plan has nothing to change.\n";
+      return kExitOk;
+    }
+    limits = {names};
+  }
+  auto selected = select_nodes(spec, limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
-  const PlaybookSet& playbooks = context.playbooks();
 
   // The run and the node locks, in one transaction. A holder that died
   // (SIGKILL, power loss) on this host is taken over: that is the resume.
@@ -83,7 +126,8 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (!store) throw CommandFailed{kExitError, store.error().message};
   RunRecord record;
   record.command = "apply";
-  record.spec_file = options.spec;
+  record.spec_file = spec_path;
+  if (saved_plan) record.plan_sha256 = sha256_hex(saved_plan->dump());
   record.spec_sha256 = sha256_hex(spec.document.dump());
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
@@ -106,6 +150,23 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ConsoleJournal console;
   StoreJournal journal(**store, run_id, &console, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
+
+  if (saved_plan) {
+    FactsByNode now = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
+    std::vector<std::string> drifted;
+    for (const auto* node : nodes) {
+      const auto& facts = now.at(node->name);
+      if (facts.contains("unreachable") || decision_facts_digest(facts) != planned_digests[node->name]) {
+        drifted.push_back(node->name);
+      }
+    }
+    if (!drifted.empty()) {
+      (void)(*store)->finish_run(run_id, RunStatus::Failed, kExitError, utc_now_rfc3339());
+      throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + fold_hostlist(drifted) +
+                                          " changed" +
+                                          " since the plan was made (or cannot be reached); plan again"};
+    }
+  }
 
   ExecutorOptions exec;
   exec.run_id = run_id;
@@ -159,7 +220,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
 void add_apply_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<ApplyOptions>();
   CLI::App* cmd = app.add_subcommand("apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed");
-  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("SPEC", options->spec, "Spec file, or a plan saved with `plan --out`")->required()->check(CLI::ExistingFile);
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");

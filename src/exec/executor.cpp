@@ -244,7 +244,12 @@ class Execution {
     }
     const ResolvedStep& step = run.phase.steps[run.step];
     ActionContext context;
-    if (auto manager = package_manager_of(run.facts)) context.package_manager = manager.value();
+    if (auto manager = package_manager_of(run.facts)) {
+      context.package_manager = manager.value();
+    } else if (step.type == "package") {
+      roll_back(run, step.key, manager.error().message);
+      return;
+    }
     context.refresh_package_index = step.type == "package" && !run.package_index_refreshed;
     auto action = action_for(step, context);
     if (!action) {

@@ -175,7 +175,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
     result.message = (*facts)["unreachable"].get<std::string>();
     return result;
   }
-  result.facts_sha256 = sha256_hex(facts->dump());
+  result.facts_sha256 = decision_facts_digest(*facts);
   json vars = node_variables(spec, node);
   vars["facts"] = *facts;  // conditions see the facts as gathered, not as predicted
   json predicted = *facts;
@@ -202,6 +202,22 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
   }
   result.status = result.phases.empty() ? NodeStatus::Unchanged : NodeStatus::Changes;
   return result;
+}
+
+std::string decision_facts_digest(const json& facts) {
+  static const char* const kDecisionSections[] = {"os",       "hostname", "timezone",       "sysctl", "packages",
+                                                  "files",    "services", "kernel_modules", "mounts", "fstab",
+                                                  "checks",   "scheduler"};
+  json relevant = json::object();
+  for (const char* section : kDecisionSections) {
+    if (facts.contains(section)) relevant[section] = facts[section];
+  }
+  if (facts.contains("gpus")) {
+    for (const char* key : {"driver_version", "count", "model", "persistence_mode"}) {
+      if (facts["gpus"].contains(key)) relevant["gpus"][key] = facts["gpus"][key];
+    }
+  }
+  return sha256_hex(relevant.dump());
 }
 
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks) {

@@ -1,5 +1,7 @@
 #include "bastion.hpp"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,6 +9,15 @@
 namespace gpuexpand::detail {
 
 namespace {
+
+// Bytes libssh2 holds for the channel (read from the socket while serving
+// another call). Not libssh2_poll_channel_read: it fails outright when any
+// short packet (a keepalive reply) sits in the session's queue.
+unsigned long queued_for(LIBSSH2_CHANNEL* channel) {
+  unsigned long available = 0;
+  libssh2_channel_window_read_ex(channel, &available, nullptr);
+  return available;
+}
 
 // Back-pressure: the target's session waits (EAGAIN) while this much is
 // queued for the bastion, and the bastion channel is not read while this
@@ -16,10 +27,22 @@ constexpr size_t kMaxInbound = 4 << 20;
 
 Tunnel* tunnel_of(void** abstract) { return static_cast<Tunnel*>(*abstract); }
 
+// What libssh2's own callbacks do, for descriptors other than the tunnel's.
+ssize_t system_recv(libssh2_socket_t socket, void* buffer, size_t length, int flags) {
+  const ssize_t n = ::recv(socket, buffer, length, flags);
+  return n < 0 ? -errno : n;
+}
+
+ssize_t system_send(libssh2_socket_t socket, const void* buffer, size_t length, int flags) {
+  const ssize_t n = ::send(socket, buffer, length, flags);
+  return n < 0 ? -errno : n;
+}
+
 // libssh2 1.10 callbacks: a negative errno on failure, -EAGAIN when it
 // would block (the session then reports LIBSSH2_ERROR_EAGAIN).
-ssize_t tunnel_recv(libssh2_socket_t, void* buffer, size_t length, int, void** abstract) {
+ssize_t tunnel_recv(libssh2_socket_t socket, void* buffer, size_t length, int flags, void** abstract) {
   Tunnel* tunnel = tunnel_of(abstract);
+  if (socket != tunnel->transport_fd) return system_recv(socket, buffer, length, flags);
   if (tunnel->dead) return -ECONNRESET;
   const size_t available = tunnel->in.size() - tunnel->in_pos;
   if (available == 0) return tunnel->eof ? -ECONNRESET : -EAGAIN;
@@ -34,8 +57,9 @@ ssize_t tunnel_recv(libssh2_socket_t, void* buffer, size_t length, int, void** a
   return static_cast<ssize_t>(n);
 }
 
-ssize_t tunnel_send(libssh2_socket_t, const void* buffer, size_t length, int, void** abstract) {
+ssize_t tunnel_send(libssh2_socket_t socket, const void* buffer, size_t length, int flags, void** abstract) {
   Tunnel* tunnel = tunnel_of(abstract);
+  if (socket != tunnel->transport_fd) return system_send(socket, buffer, length, flags);
   if (tunnel->dead || tunnel->eof) return -EPIPE;
   const size_t queued = tunnel->out.size() - tunnel->out_pos;
   if (queued >= kMaxOutbound) return -EAGAIN;
@@ -74,10 +98,10 @@ bool is_channel_error(int code) {
 
 bool tunnel_has_unread(const Tunnel& tunnel) {
   return tunnel.channel && !tunnel.dead && !tunnel.eof && tunnel.in.size() - tunnel.in_pos < kMaxInbound &&
-         libssh2_poll_channel_read(tunnel.channel, 0) > 0;
+         queued_for(tunnel.channel) > 0;
 }
 
-PumpResult pump_tunnel(Tunnel& tunnel) {
+PumpResult pump_tunnel(Tunnel& tunnel, bool socket_drained) {
   PumpResult result;
   if (!tunnel.channel || tunnel.dead) return result;
   auto failed = [&](ssize_t code) {
@@ -91,6 +115,7 @@ PumpResult pump_tunnel(Tunnel& tunnel) {
   while (tunnel.out_pos < tunnel.out.size() && !tunnel.eof) {
     const ssize_t n = libssh2_channel_write(tunnel.channel, tunnel.out.data() + tunnel.out_pos,
                                             tunnel.out.size() - tunnel.out_pos);
+    result.read_socket = true;  // libssh2 reads the socket dry before it writes
     if (n > 0) {
       tunnel.out_pos += static_cast<size_t>(n);
       result.progress = true;
@@ -113,9 +138,17 @@ PumpResult pump_tunnel(Tunnel& tunnel) {
   }
 
   // From the target.
+  if (socket_drained && !tunnel.eof && queued_for(tunnel.channel) == 0) {
+    if (libssh2_channel_eof(tunnel.channel)) {
+      tunnel.eof = true;
+      result.progress = true;
+    }
+    return result;
+  }
   char buffer[32768];
   while (!tunnel.eof && tunnel.in.size() - tunnel.in_pos < kMaxInbound) {
     const ssize_t n = libssh2_channel_read(tunnel.channel, buffer, sizeof buffer);
+    result.read_socket = true;
     if (n > 0) {
       if (tunnel.in_pos > 0 && tunnel.in_pos * 2 > tunnel.in.size()) {
         tunnel.in.erase(0, tunnel.in_pos);

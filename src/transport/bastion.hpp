@@ -15,6 +15,10 @@ namespace gpuexpand::detail {
 
 struct Tunnel {
   LIBSSH2_CHANNEL* channel = nullptr;  // on the bastion's session; null once handed back
+  // The socket given to libssh2_session_handshake for the target's
+  // session. libssh2 1.10 also calls the session's send/recv callbacks for
+  // its ssh-agent socket: I/O on any other descriptor goes to the system.
+  int transport_fd = -1;
   std::string in;                      // from the target, not yet read by its session
   size_t in_pos = 0;
   std::string out;                     // from the target's session, not yet in the channel
@@ -38,12 +42,16 @@ struct PumpResult {
   PumpStatus status = PumpStatus::Ok;
   bool progress = false;    // bytes moved
   bool want_write = false;  // a write waits for the bastion socket to drain
+  bool read_socket = false; // libssh2 read the bastion's socket (until EAGAIN)
   int error = 0;            // the libssh2 error when not Ok
 };
 
 // Writes what the target's session queued to the channel and reads what
-// the channel holds into the buffer, without blocking.
-PumpResult pump_tunnel(Tunnel& tunnel);
+// the channel holds into the buffer, without blocking. `socket_drained`:
+// another channel of the same session was just read, which read the
+// bastion's socket dry, so only data libssh2 already holds is taken (one
+// recv() per round instead of one per channel).
+PumpResult pump_tunnel(Tunnel& tunnel, bool socket_drained);
 
 // Whether libssh2 holds data for the channel that pump_tunnel would take
 // (read from the bastion's socket while serving another channel).

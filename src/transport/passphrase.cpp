@@ -60,11 +60,20 @@ Result<bool> key_file_is_encrypted(const std::string& key_path) {
     }
     return decoded->compare(name_start, length, "none") != 0;
   }
-  if (text.find("-----BEGIN ") != std::string::npos && text.find("PRIVATE KEY-----") != std::string::npos) {
-    // PEM: "Proc-Type: 4,ENCRYPTED" (traditional) or PKCS#8 "BEGIN ENCRYPTED PRIVATE KEY".
-    const size_t header_end = text.find("\n\n");
-    const std::string head = text.substr(0, std::min(text.size(), header_end == std::string::npos ? size_t{400} : header_end));
-    return head.find("ENCRYPTED") != std::string::npos;
+  if (const size_t begin = text.find("-----BEGIN "); begin != std::string::npos) {
+    // PEM: the BEGIN line ("BEGIN ENCRYPTED PRIVATE KEY", PKCS#8) or a
+    // header line before the base64 body ("Proc-Type: 4,ENCRYPTED").
+    std::istringstream lines(text.substr(begin));
+    std::string line;
+    std::getline(lines, line);
+    if (line.find("PRIVATE KEY-----") == std::string::npos) {
+      return make_error(key_path + ": not a private key in OpenSSH or PEM format");
+    }
+    if (line.find("ENCRYPTED") != std::string::npos) return true;
+    while (std::getline(lines, line) && line.find(':') != std::string::npos) {
+      if (line.find("ENCRYPTED") != std::string::npos) return true;
+    }
+    return false;
   }
   return make_error(key_path + ": not a private key in OpenSSH or PEM format");
 }

@@ -798,6 +798,7 @@ struct SshRunner::Impl {
     }
     c.tunnel = std::make_unique<detail::Tunnel>();
     c.tunnel->channel = channel;
+    c.tunnel->transport_fd = link.fd;
     c.session = detail::open_tunnelled_session(c.tunnel.get());
     if (!c.session) {
       fail_connection(c, FailureKind::Protocol, who(c) + ": cannot create an SSH session");
@@ -834,10 +835,12 @@ struct SshRunner::Impl {
       progress = drive_open(b) || progress;
       if (link.stage != Stage::Ready) return;
       b.want_write = false;
+      bool drained = false;
       for (size_t m : b.members) {
         Connection& c = nodes[m];
         if (!c.tunnel || !c.tunnel->channel) continue;
-        const detail::PumpResult pumped = detail::pump_tunnel(*c.tunnel);
+        const detail::PumpResult pumped = detail::pump_tunnel(*c.tunnel, drained);
+        drained = drained || pumped.read_socket;
         if (pumped.status == detail::PumpStatus::SessionBroken) {
           lose_bastion(b, last_error(link.session));
           return;

@@ -69,6 +69,44 @@ std::vector<int> own_connections_to(int port) {
   return ports;
 }
 
+// Processes holding the sshd side of the connection from our local port
+// (the bastion's session processes), found through /proc.
+std::vector<pid_t> server_side_pids(int sshd_port, int client_port) {
+  char local[32], remote[32];
+  std::snprintf(local, sizeof local, "0100007F:%04X", static_cast<unsigned>(sshd_port));
+  std::snprintf(remote, sizeof remote, "0100007F:%04X", static_cast<unsigned>(client_port));
+  std::string socket;
+  std::istringstream table(read_file("/proc/net/tcp"));
+  std::string line;
+  std::getline(table, line);
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, loc, rem, state, queues, timer, retransmits, uid, timeout, inode;
+    fields >> slot >> loc >> rem >> state >> queues >> timer >> retransmits >> uid >> timeout >> inode;
+    if (loc == local && rem == remote) socket = "socket:[" + inode + "]";
+  }
+  std::vector<pid_t> pids;
+  if (socket.empty()) return pids;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* entry = proc ? ::readdir(proc) : nullptr) {
+    const std::string pid = entry->d_name;
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string fd_dir = "/proc/" + pid + "/fd";
+    DIR* fds = ::opendir(fd_dir.c_str());
+    bool holds = false;
+    while (dirent* fd = fds ? ::readdir(fds) : nullptr) {
+      char target[256] = {};
+      const std::string link = fd_dir + "/" + fd->d_name;
+      const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+      holds = holds || (n > 0 && socket == target);
+    }
+    if (fds) ::closedir(fds);
+    if (holds && std::stol(pid) != ::getpid()) pids.push_back(static_cast<pid_t>(std::stol(pid)));
+  }
+  if (proc) ::closedir(proc);
+  return pids;
+}
+
 size_t count_of(const std::string& text, const std::string& what) {
   size_t count = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
@@ -346,6 +384,57 @@ TEST_F(SshBastionTest, BastionNeverSpeakingSshTimesOut) {
               std::string::npos)
         << r.message;
   }
+}
+
+TEST_F(SshBastionTest, LosingTheBastionLosesRunningCommandsThenReconnects) {
+  SshRunner runner({target("t0"), target("t1")}, options());
+  std::vector<CommandOutcome> t0, t1;
+  std::vector<pid_t> killed;
+  runner.submit(0, {"sleep 3; echo late", "", {}, false}, [&](const CommandOutcome& r) { t0.push_back(r); });
+  runner.submit(0, {"echo again", "", {}, false}, [&](const CommandOutcome& r) { t0.push_back(r); });
+  runner.submit(1, {"sleep 0.5; echo first", "", {}, false}, [&](const CommandOutcome& r) {
+    t1.push_back(r);
+    // t0's command is running: cut the bastion's session by killing the
+    // sshd process that serves it (found by our connection's port).
+    const auto mine = own_connections_to(port());
+    ASSERT_EQ(mine.size(), 1u);
+    killed = server_side_pids(port(), mine.front());
+    for (pid_t pid : killed) ::kill(pid, SIGKILL);
+  });
+  runner.run();
+  ASSERT_FALSE(killed.empty()) << "found the bastion's sshd process";
+  ASSERT_EQ(t0.size(), 2u);
+  ASSERT_EQ(t1.size(), 1u);
+  EXPECT_EQ(t0[0].failure, FailureKind::ConnectionLost);
+  EXPECT_EQ(t0[0].message,
+            "t0 (127.0.0.1): connection lost while running `sleep 3; echo late`: the connection to bastion 127.0.0.1 "
+            "was lost: transport read")
+      << t0[0].message;
+  EXPECT_TRUE(t1[0].ok()) << t1[0].message;
+  // The next command goes through a new bastion session.
+  EXPECT_TRUE(t0[1].ok()) << t0[1].message;
+  EXPECT_EQ(t0[1].out, "again\n");
+}
+
+TEST_F(SshBastionTest, BastionForbiddingForwardingFailsEachTargetClearly) {
+  LocalSshd strict;
+  const std::string why = strict.start("AllowTcpForwarding no\n");
+  if (!why.empty()) GTEST_SKIP() << why;
+  auto o = options();
+  o.identity_file = strict.client_key();
+  o.known_hosts = strict.dir() + "/known_hosts";
+  std::ofstream(o.known_hosts) << "[127.0.0.1]:" << strict.port() << " " << strict.host_public_key() << "\n";
+  o.bastion = bastion(strict.port());
+  const auto start = std::chrono::steady_clock::now();
+  auto results = run_all({target("t0"), target("t1")}, o, "true");
+  for (const auto& r : results) {
+    EXPECT_EQ(r.failure, FailureKind::Refused);
+    EXPECT_NE(r.message.find("the bastion 127.0.0.1 could not open a connection to 127.0.0.1 port " +
+                             std::to_string(port())),
+              std::string::npos)
+        << r.message;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 
 TEST_F(SshBastionTest, RoutesMixDirectAndBastionNodes) {

@@ -88,6 +88,12 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
 Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes, const PlaybookSet& playbooks,
                const FactsByNode& facts, const std::string& created_at);
 
+// SHA-256 over the parts of a facts document that decisions read (not the
+// collection time, free space, temperatures or clock state, which move on
+// their own): a saved plan is applied only to nodes whose digest still
+// matches.
+std::string decision_facts_digest(const nlohmann::json& facts);
+
 // Every step instance of every phase rendered against the node's spec
 // alone, ignoring `when` (conditions may depend on facts not gathered yet):
 // what the facts probe must look at. Steps that cannot be rendered without
