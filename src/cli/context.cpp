@@ -10,11 +10,14 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <iostream>
 
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/transport/passphrase.hpp"
+#include "gpuexpand/transport/ssh_config.hpp"
 #include "gpuexpand/transport/ssh_runner.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
 #include "gpuexpand/util/embedded_data.hpp"
@@ -85,13 +88,29 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
                                                const SshOverrides& overrides,
                                                std::function<void(const AuditRecord&)> audit) {
   const SshSettings& ssh = spec.ssh;
-  if (!ssh.bastion.empty()) {
-    throw CommandFailed{kExitError, "ssh.bastion is not supported yet: reach the nodes directly, or run gpuexpand "
-                                    "on the bastion"};
+  // Precedence: what the spec says explicitly, then ssh.config_file (read
+  // only when the spec names it, so runs stay reproducible), then defaults.
+  std::optional<SshConfig> config;
+  if (!ssh.config_file.empty()) {
+    auto loaded = SshConfig::load(expand_home(ssh.config_file));
+    if (!loaded) throw CommandFailed{kExitError, "ssh.config_file: " + loaded.error().message};
+    config = std::move(loaded.value());
+    for (const auto& note : config->notes()) spdlog::debug("{}", note);
   }
-  if (!ssh.config_file.empty()) throw CommandFailed{kExitError, "ssh.config_file is not supported yet"};
+  SshExplicitSettings given;
+  given.user_explicit = ssh.user_set;
+  given.port_explicit = ssh.port_set;
+  given.identity_file = expand_home(ssh.identity_file);
+  given.bastion = ssh.bastion;
   SshRunnerOptions options;
-  options.identity_file = expand_home(ssh.identity_file);
+  options.identity_file = given.identity_file;  // empty: ssh-agent
+  std::vector<NodeEndpoint> endpoints;
+  for (const NodeEndpoint& endpoint : endpoints_for(spec, nodes)) {
+    auto route = resolve_ssh_route(endpoint, config ? &*config : nullptr, given);
+    if (!route) throw CommandFailed{kExitError, route.error().message};
+    endpoints.push_back(route->endpoint);
+    options.routes.push_back({route->identity_file, route->bastion, route->bastion_identity_file});
+  }
   options.known_hosts = expand_home(ssh.known_hosts);
   if (!ssh.passphrase_env.empty()) {
     const char* passphrase = std::getenv(ssh.passphrase_env.c_str());
@@ -99,6 +118,20 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
       throw CommandFailed{kExitError, "ssh.passphrase_env names " + ssh.passphrase_env + ", which is not set"};
     }
     options.passphrase = passphrase;
+  } else {
+    // An encrypted key without passphrase_env: ask once per key, on a terminal.
+    std::set<std::string> keys = {options.identity_file};
+    for (const auto& r : options.routes) keys.insert({r.identity_file, r.bastion_identity_file});
+    for (const auto& key : keys) {
+      if (key.empty()) continue;
+      if (auto encrypted = key_file_is_encrypted(key); encrypted && *encrypted) {
+        auto passphrase = prompt_passphrase(key);
+        if (!passphrase) {
+          throw CommandFailed{kExitError, "the key " + key + " is encrypted: set ssh.passphrase_env, or run on a terminal"};
+        }
+        options.passphrases[key] = *passphrase;
+      }
+    }
   }
   options.accept_new_host_keys = overrides.accept_new_host_keys;
   options.become_sudo = ssh.become == "sudo";
@@ -114,7 +147,7 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
                       : std::string(failure_name(r.failure)),
                   r.duration.count());
   };
-  return std::make_unique<SshRunner>(endpoints_for(spec, nodes), std::move(options));
+  return std::make_unique<SshRunner>(std::move(endpoints), std::move(options));
 }
 
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source_text) {

@@ -93,6 +93,8 @@ class SpecBuilder {
     };
     str("user", ssh.user);
     num("port", ssh.port);
+    ssh.user_set = member(*s, "user") != nullptr;
+    ssh.port_set = member(*s, "port") != nullptr;
     str("identity_file", ssh.identity_file);
     str("passphrase_env", ssh.passphrase_env);
     str("known_hosts", ssh.known_hosts);

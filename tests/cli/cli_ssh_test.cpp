@@ -93,6 +93,22 @@ TEST_F(CliSsh, UnknownHostKeyIsRefusedUnlessAccepted) {
   EXPECT_NE(read_file(dir + "/known_hosts").find(sshd_->host_public_key()), std::string::npos);
 }
 
+TEST_F(CliSsh, FactsThroughABastion) {
+  // The bastion is the same sshd; targets are reached over direct-tcpip
+  // channels through its one session.
+  const std::string dir = make_temp_dir();
+  const std::string spec = dir + "/spec.yaml";
+  write_file(spec, "apiVersion: gpuexpand/v1\ncluster: {name: local}\nssh:\n  port: " + std::to_string(sshd_->port()) +
+                       "\n  identity_file: " + sshd_->client_key() + "\n  known_hosts: " + known_hosts_for_both() +
+                       "\n  bastion: root@127.0.0.1:" + std::to_string(sshd_->port()) +
+                       "\nnodes:\n  - {name: n1, address: 127.0.0.1}\n  - {name: n2, address: localhost}\n");
+  auto r = run_gpuexpand({"facts", spec, "-o", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["nodes"]["n1"]["os"]["family"], "debian");
+  EXPECT_EQ(doc["nodes"]["n2"]["os"]["family"], "debian");
+}
+
 TEST_F(CliSsh, LivePlan) {
   const std::string spec = write_spec(false, known_hosts_for_both());
   const std::string saved = make_temp_dir() + "/facts.json";

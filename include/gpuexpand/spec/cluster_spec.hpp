@@ -27,6 +27,10 @@ struct SshSettings {
   std::string bastion;  // [user@]host[:port]
   int parallel = 256;
   std::string config_file;  // ~/.ssh/config style file, optional
+  // Whether the spec wrote ssh.user / ssh.port itself: only then do they
+  // win over the ssh config file (its defaults must not).
+  bool user_set = false;
+  bool port_set = false;
 };
 
 // "10" nodes or "10%" of the selection.
