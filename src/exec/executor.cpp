@@ -243,6 +243,10 @@ class Execution {
       return;
     }
     const ResolvedStep& step = run.phase.steps[run.step];
+    if (step.type == "reboot") {
+      reboot(run);
+      return;
+    }
     ActionContext context;
     if (auto manager = package_manager_of(run.facts)) {
       context.package_manager = manager.value();
@@ -266,6 +270,47 @@ class Execution {
       }
       ++run.step;
       apply_next_step(run);
+    });
+  }
+
+  // A reboot: remember the boot id, ask systemd to reboot without waiting
+  // for it, then poll until the node answers with a new boot id. The
+  // session dies with the node; the runner reconnects on the next command.
+  static constexpr const char* kBootId = "cat /proc/sys/kernel/random/boot_id";
+
+  void reboot(NodeRun& run) {
+    runner_.submit(run.index, {kBootId, "", {}, false}, [this, &run](const CommandOutcome& before) {
+      if (!before.ok()) {
+        roll_back(run, run.phase.steps[run.step].key, before.message);
+        return;
+      }
+      const std::string old_boot = before.out;
+      runner_.submit(run.index, {"systemctl --no-block reboot", "", {}, false},
+                     [this, &run, old_boot](const CommandOutcome& asked) {
+                       // The connection may drop before the answer: that is the reboot.
+                       if (!asked.ok() && asked.failure != FailureKind::ConnectionLost) {
+                         roll_back(run, run.phase.steps[run.step].key, asked.message);
+                         return;
+                       }
+                       wait_for_boot(run, old_boot, Clock::now() + std::chrono::minutes(10));
+                     });
+    });
+  }
+
+  void wait_for_boot(NodeRun& run, const std::string& old_boot, Clock::time_point deadline) {
+    CommandRequest probe{kBootId, "", std::chrono::seconds(10), false};
+    probe.delay = std::chrono::seconds(2);
+    runner_.submit(run.index, std::move(probe), [this, &run, old_boot, deadline](const CommandOutcome& now) {
+      if (now.ok() && !now.out.empty() && now.out != old_boot) {
+        ++run.step;  // back with a new boot: carry on
+        apply_next_step(run);
+        return;
+      }
+      if (Clock::now() > deadline) {
+        roll_back(run, run.phase.steps[run.step].key, "the node did not come back from the reboot within 10 minutes");
+        return;
+      }
+      wait_for_boot(run, old_boot, deadline);
     });
   }
 

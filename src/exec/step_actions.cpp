@@ -183,9 +183,7 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
     return ActionCommand{command, ""};
   }
   if (type == "command") return ActionCommand{text(p, "run"), ""};
-  if (type == "reboot") {
-    return make_error("step '" + step.key + "': reboots are not supported by the executor yet");
-  }
+  if (type == "reboot") return ActionCommand{"systemctl --no-block reboot", ""};  // the executor also waits for the node
   return make_error("step '" + step.key + "': no action for type '" + type + "'");
 }
 

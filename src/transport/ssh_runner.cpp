@@ -106,7 +106,13 @@ enum class ChannelStage { Opening, Executing, Writing, SendingEof, Reading, Clos
 struct Job {
   CommandRequest request;
   CommandRunner::Callback done;
+  Clock::time_point not_before{};  // request.delay after submission
 };
+
+// The front job may start (its delay is over).
+bool front_due(const std::deque<Job>& queue, Clock::time_point now) {
+  return !queue.empty() && queue.front().not_before <= now;
+}
 
 struct Connection {
   NodeEndpoint endpoint;
@@ -299,9 +305,13 @@ struct SshRunner::Impl {
   }
 
   void fail_queue(Connection& c) {
-    while (!c.queue.empty()) {
-      Job job = std::move(c.queue.front());
-      c.queue.pop_front();
+    // Only the jobs queued now: a callback that submits again (a reboot
+    // wait retrying) starts a fresh connection attempt instead.
+    std::deque<Job> failing;
+    failing.swap(c.queue);
+    while (!failing.empty()) {
+      Job job = std::move(failing.front());
+      failing.pop_front();
       CommandOutcome outcome;
       outcome.failure = c.failure;
       outcome.message = c.failure_message;
@@ -901,14 +911,17 @@ struct SshRunner::Impl {
       case Stage::Authenticating: step_authenticating(c); break;
       case Stage::Ready:
         if (!c.queue.empty()) {
-          if (c.channel_stage == ChannelStage::Done) begin_job(c);
+          if (c.channel_stage == ChannelStage::Done) {
+            if (!front_due(c.queue, Clock::now())) break;
+            begin_job(c);
+          }
           step_job(c);
         }
         break;
       case Stage::Idle:
         // First use, or the session was dropped after a timeout or a lost
         // connection: (re)connect for the queued work.
-        if (!c.queue.empty()) start_connect(c);
+        if (front_due(c.queue, Clock::now())) start_connect(c);
         break;
       case Stage::WaitingForBastion:
       case Stage::Tunnelling:
@@ -1000,11 +1013,19 @@ struct SshRunner::Impl {
         fds.push_back({b.link.fd, events, 0});
         owners.push_back(nodes.size() + k);
       }
+      for (auto& c : nodes) {
+        if (c.active && !c.queue.empty() && c.channel_stage == ChannelStage::Done) {
+          next_deadline = std::min(next_deadline, c.queue.front().not_before);
+        }
+      }
       const auto wait = std::chrono::duration_cast<milliseconds>(next_deadline - Clock::now());
       // Through a bastion, wake up now and then anyway: libssh2 can hold
       // data for one channel that it read while serving another.
       const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, tunnels_open ? 200 : 1000));
-      if (!fds.empty()) {
+      if (fds.empty()) {
+        // Only delayed work: sleep until the first is due.
+        ::poll(nullptr, 0, timeout);
+      } else {
         const int ready = ::poll(fds.data(), fds.size(), timeout);
         if (ready < 0 && errno != EINTR) return;
         for (size_t k = 0; k < fds.size(); ++k) {
@@ -1039,7 +1060,16 @@ SshRunner::SshRunner(std::vector<NodeEndpoint> nodes, SshRunnerOptions options)
 SshRunner::~SshRunner() = default;
 
 void SshRunner::submit(size_t node, CommandRequest request, Callback done) {
-  impl_->nodes.at(node).queue.push_back({std::move(request), std::move(done)});
+  Connection& c = impl_->nodes.at(node);
+  // A failure is not for ever: work submitted after it tries again (a node
+  // coming back from a reboot refuses connections for a while).
+  if (c.stage == Stage::Failed && c.queue.empty()) {
+    c.stage = Stage::Idle;
+    c.failure = FailureKind::None;
+    c.failure_message.clear();
+  }
+  const auto not_before = Clock::now() + request.delay;
+  c.queue.push_back({std::move(request), std::move(done), not_before});
 }
 
 void SshRunner::run() { impl_->run(); }

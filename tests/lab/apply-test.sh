@@ -72,6 +72,8 @@ for n in node-01 node-02 node-03; do
     "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
   check "$n: 8 GPUs" on "$n" 8 "nvidia-smi -L | wc -l"
   check "$n: compute interface MTU 9000" on "$n" 9000 "cat /sys/class/net/eth1/mtu"
+  check "$n: sysctl applied live" on "$n" 1 "cat /proc/sys/net/ipv4/tcp_mtu_probing"
+  check "$n: sysctl persisted" sshn "$n" "grep -qx 'net.core.somaxconn = 8192' /etc/sysctl.d/90-gpuexpand.conf"
   check "$n: /mnt/shared in fstab" sshn "$n" "grep -q ' /mnt/shared fuse.sshfs ' /etc/fstab"
   check "$n: /mnt/shared mounted" sshn "$n" "mountpoint -q /mnt/shared"
   check "$n: node exporter answers with metrics" sshn "$n" \
@@ -140,6 +142,33 @@ check "store is consistent after the kill" test "$(sqlite3 "$state" 'pragma inte
 check "node-04 has the new MTU" on node-04 8000 "cat /sys/class/net/eth1/mtu"
 out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
 check "and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
+
+# ---------------------------------------------------------------- driver change
+# 550 -> 535 on node-02: the package is downgraded, the node rebooted (the
+# stand-in driver reports a driver/library mismatch until then), verified.
+sed 's/driver_version: "550.90.07"/driver_version: "535.129.03"/' "$work/lab.yaml" >"$work/535.yaml"
+out=$("$gx" apply "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "driver downgrade 550 -> 535 with a reboot: exit 0" test "$rc" -eq 0
+check "nvidia-smi reports 535.129.03 after the reboot" on node-02 535.129.03 \
+  "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+out=$("$gx" apply "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
+check "after the reboot nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
+# Upgrade back to 550, with a failure injected in a later step of the same
+# phase (a fabric manager package the mirror does not have): the phase
+# rolls back, the node keeps 535 and its files.
+sed 's/^    persistence_mode: true/    persistence_mode: true\n    fabric_manager: true/' "$work/lab.yaml" >"$work/550fm.yaml"
+before=$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")
+out=$("$gx" apply "$work/550fm.yaml" --limit node-02 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "upgrade with a failing later step: exit 3" test "$rc" -eq 3
+check "it failed at the fabric manager step" grep -q "step fabric-manager-package" <<<"$out"
+check "the driver package is back at 535" on node-02 "535.129.03" "dpkg-query -W -f='\${Version}' nvidia-driver"
+check "nvidia-smi still reports 535.129.03" on node-02 535.129.03 \
+  "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+check "files intact after the rollback" test "$before" = "$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")"
 
 # ---------------------------------------------------------------- rollback --to
 # node-01 is converged; walk it back to the state right after os-init.

@@ -43,7 +43,7 @@ while :; do
   # nspawn still treats the network as private (CAP_NET_ADMIN, writable
   # /proc/sys/net for the phases' MTU and sysctl steps).
   nsenter --net="/run/netns/$netns" systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
-    --network-namespace-path="/run/netns/$netns" --capability=CAP_NET_ADMIN -M "$name" \
+    --network-namespace-path="/run/netns/$netns" --capability=CAP_NET_ADMIN -M "$name" --timezone=off \
     --console=passive "$@" </dev/null &
   child=$!
   rc=0

@@ -91,7 +91,7 @@ TEST(StepActions, ServiceHostnameLineSysctlMount) {
   EXPECT_NE(mount->command.find("printf '%s\\n' 'root@ctl:/srv/shared /mnt/shared fuse.sshfs allow_other,reconnect 0 0'"),
             std::string::npos)
       << mount->command;
-  EXPECT_FALSE(action_for(step("reboot", json::object()), context));
+  EXPECT_EQ(action_for(step("reboot", json::object()), context)->command, "systemctl --no-block reboot");
 }
 
 TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {

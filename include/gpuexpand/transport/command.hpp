@@ -14,6 +14,9 @@ struct CommandRequest {
   std::string stdin_data;   // sent to the command's stdin, then EOF
   std::chrono::milliseconds timeout{0};  // 0: the transport's default
   bool sensitive = false;   // the command line is not logged or recorded
+  // Wait this long before starting (waiting for a node to come back from
+  // a reboot); the node is (re)connected when the wait is over.
+  std::chrono::milliseconds delay{0};
 };
 
 enum class FailureKind {
