@@ -78,7 +78,8 @@ PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
     } else if (type == "service") {
       touch.services.insert(text(p, "name"));
     } else if (type == "sysctl") {
-      for (const auto& [key, _] : p.value("values", json::object()).items()) touch.sysctl_keys.insert(key);
+      const json values = p.value("values", json::object());  // a temporary's items() would dangle
+      for (const auto& [key, _] : values.items()) touch.sysctl_keys.insert(key);
     } else if (type == "mount") {
       touch.files.insert("/etc/fstab");
       touch.mount_targets.insert(mount_fstab_fields(p).target);

@@ -110,12 +110,14 @@ TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {
 TEST(Checkpoint, TouchSetOfAPhase) {
   PhaseTouch touch = phase_touch({step("hostname", {{"name", "n1"}}), step("package", {{"names", {"chrony", "jq=1.6"}}}),
                                   step("mount", {{"source", "s:/x"}, {"path", "/mnt/x"}, {"fstype", "nfs"}}),
-                                  step("command", {{"run", "a"}, {"check", "b"}, {"rollback", "undo"}})});
+                                  step("command", {{"run", "a"}, {"check", "b"}, {"rollback", "undo"}}),
+                                  step("sysctl", {{"values", {{"net.core.somaxconn", 8192}, {"vm.swappiness", "1"}}}})});
   EXPECT_TRUE(touch.hostname);
   EXPECT_EQ(touch.files, (std::set<std::string>{"/etc/fstab", "/etc/hostname"}));
   EXPECT_EQ(touch.packages, (std::set<std::string>{"chrony", "jq"}));
   EXPECT_EQ(touch.mount_targets, (std::set<std::string>{"/mnt/x"}));
   EXPECT_EQ(touch.command_rollbacks, (std::vector<std::string>{"undo"}));
+  EXPECT_EQ(touch.sysctl_keys, (std::set<std::string>{"net.core.somaxconn", "vm.swappiness"}));
 }
 
 TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
