@@ -72,8 +72,6 @@ for n in node-01 node-02 node-03; do
     "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
   check "$n: 8 GPUs" on "$n" 8 "nvidia-smi -L | wc -l"
   check "$n: compute interface MTU 9000" on "$n" 9000 "cat /sys/class/net/eth1/mtu"
-  check "$n: sysctl applied live" on "$n" 1 "cat /proc/sys/net/ipv4/tcp_mtu_probing"
-  check "$n: sysctl persisted" sshn "$n" "grep -qx 'net.core.somaxconn = 8192' /etc/sysctl.d/90-gpuexpand.conf"
   check "$n: /mnt/shared in fstab" sshn "$n" "grep -q ' /mnt/shared fuse.sshfs ' /etc/fstab"
   check "$n: /mnt/shared mounted" sshn "$n" "mountpoint -q /mnt/shared"
   check "$n: node exporter answers with metrics" sshn "$n" \

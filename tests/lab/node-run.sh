@@ -40,8 +40,8 @@ while :; do
   # not ip netns exec, which would remount /sys and hide the cgroup trees) as well as
   # being told to use it: only then is the node's /sys mounted for that
   # namespace (/sys/class/net shows eth0/eth1, not the host's links), while
-  # nspawn still treats the network as private (CAP_NET_ADMIN, writable
-  # /proc/sys/net for the phases' MTU and sysctl steps).
+  # nspawn still treats the network as private (CAP_NET_ADMIN for the phases'
+  # MTU steps; /proc/sys stays read-only, net.* included).
   nsenter --net="/run/netns/$netns" systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
     --network-namespace-path="/run/netns/$netns" --capability=CAP_NET_ADMIN -M "$name" --timezone=off \
     --console=passive "$@" </dev/null &
