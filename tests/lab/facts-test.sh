@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# `gpuexpand facts` against the lab's real sshd: facts from every node in
+# one round trip each; a stopped node is reported unreachable while the
+# others answer; unknown and changed host keys are refused; a bad key file
+# and a wrong user give clear errors; hostile values in a spec keep their
+# meaning on the node. Also prints the wall time of `facts` against the
+# floor of N parallel `ssh NODE true` (informational, not asserted).
+#
+# Needs a running lab with at least 4 nodes. GPUEXPAND_BIN as in apply-test.sh.
+# Last line: "N passed, M failed".
+set -uo pipefail
+
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+lab=$here/lab
+gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
+client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
+work=$(mktemp -d)
+trap 'rm -rf "$work"; "$lab" start node-04 >/dev/null 2>&1' EXIT
+passed=0 failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   - $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
+check() {
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else bad "$what"; fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+
+"$lab" status >/dev/null 2>&1 || { bad "lab is up"; finish; }
+"$lab" spec >"$work/lab.yaml"
+nodes=$(grep -c '^node-' <<<"$("$lab" status)")
+
+out=$("$gx" facts "$work/lab.yaml" -o json 2>&1)
+check "facts from every node: exit 0" test $? -eq 0
+check "one facts document per node" test "$(jq '.nodes | length' <<<"$out")" -eq "$nodes"
+check "each node reports its own factory hostname" \
+  test "$(jq -r '[.nodes[].hostname] | unique | length' <<<"$out")" -eq "$nodes"
+check "the driver stand-in is absent on bare nodes" \
+  test "$(jq -r '.nodes["node-01"].gpus.error' <<<"$out")" = "nvidia-smi is not installed"
+check "the compute interface is seen with its MTU" \
+  test "$(jq -r '.nodes["node-01"].network.interfaces[] | select(.name == "eth1") | .mtu' <<<"$out")" -ge 1500
+
+# A stopped node: named unreachable, the others unaffected.
+"$lab" stop node-04 >/dev/null 2>&1
+out=$("$gx" facts "$work/lab.yaml" 2>&1)
+rc=$?
+check "with node-04 stopped: exit 1" test "$rc" -eq 1
+check "node-04 is named unreachable with the reason" grep -q "^unreachable: node-04 (198.18.0.14): " <<<"$out"
+check "the other nodes answered" grep -q "$((nodes)) nodes: $((nodes - 1)) answered, 1 unreachable" <<<"$out"
+"$lab" start node-04 >/dev/null 2>&1
+
+# Host keys: unknown is refused without --accept-new-host-keys; changed is
+# refused always, with both fingerprints.
+sed "s|known_hosts: .*|known_hosts: $work/empty_known_hosts|" "$work/lab.yaml" >"$work/unknown.yaml"
+out=$("$gx" facts "$work/unknown.yaml" --limit node-01 2>&1)
+check "unknown host key refused" grep -q "node-01 (198.18.0.11): host key ssh-ed25519 SHA256:.* is not in" <<<"$out"
+out=$("$gx" facts "$work/unknown.yaml" --limit node-01 --accept-new-host-keys 2>&1)
+check "accepted with --accept-new-host-keys" grep -q "1 answered, 0 unreachable" <<<"$out"
+ssh-keygen -q -N '' -t ed25519 -f "$work/other" >/dev/null
+awk -v k="$(cut -d' ' -f1,2 "$work/other.pub")" '$1 ~ /^198[.]18[.]0[.]11(,|$)/ {print $1, k; next} {print}' \
+  "$client/known_hosts" >"$work/changed_known_hosts"
+sed "s|known_hosts: .*|known_hosts: $work/changed_known_hosts|" "$work/lab.yaml" >"$work/changed.yaml"
+out=$("$gx" facts "$work/changed.yaml" --limit node-01 --accept-new-host-keys 2>&1)
+check "changed host key refused even with --accept-new-host-keys" grep -q "HOST KEY CHANGED" <<<"$out"
+check "both fingerprints are shown" test "$(grep -o 'SHA256:[A-Za-z0-9+/]*' <<<"$out" | sort -u | wc -l)" -eq 2
+
+# Bad key file, wrong user.
+sed "s|identity_file: .*|identity_file: $work/no-such-key|" "$work/lab.yaml" >"$work/badkey.yaml"
+out=$("$gx" facts "$work/badkey.yaml" --limit node-01 2>&1)
+check "a missing key file is named" grep -q "cannot use the key $work/no-such-key" <<<"$out"
+sed "s|user: root|user: nobody|" "$work/lab.yaml" >"$work/user.yaml"
+out=$("$gx" facts "$work/user.yaml" --limit node-01 2>&1)
+check "a wrong user fails authentication, named" grep -q "authentication as nobody failed" <<<"$out"
+
+# Hostile values: a mountpoint full of shell syntax is probed as one path.
+sed "s|mountpoint: /mnt/shared|mountpoint: \"/mnt/x'; touch /tmp/gx-pwned; echo '\"|" "$work/lab.yaml" >"$work/hostile.yaml"
+out=$("$gx" facts "$work/hostile.yaml" --limit node-01 -o json 2>&1)
+check "hostile path probed literally" \
+  test "$(jq -r '.nodes["node-01"].files | keys[] | select(startswith("/mnt/x"))' <<<"$out")" = "/mnt/x'; touch /tmp/gx-pwned; echo '"
+check "and nothing ran on the node" test "$(ssh -i "$client/id_ed25519" -o UserKnownHostsFile="$client/known_hosts" \
+  -o StrictHostKeyChecking=yes -o BatchMode=yes root@198.18.0.11 'test -e /tmp/gx-pwned && echo yes || echo no')" = no
+
+# The figure: facts over all nodes against N parallel `ssh NODE true`.
+start=$(date +%s.%N)
+for n in $(seq 1 "$nodes"); do
+  ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
+    -o StrictHostKeyChecking=yes -o BatchMode=yes "root@198.18.0.$((10 + n))" true &
+done
+wait
+floor=$(echo "$(date +%s.%N) - $start" | bc)
+start=$(date +%s.%N)
+"$gx" facts "$work/lab.yaml" >/dev/null 2>&1
+facts=$(echo "$(date +%s.%N) - $start" | bc)
+echo "figure: $nodes parallel 'ssh NODE true': ${floor} s; gpuexpand facts over $nodes nodes: ${facts} s"
+
+finish
