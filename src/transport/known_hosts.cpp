@@ -94,8 +94,9 @@ std::string base64_encode(std::string_view data, bool pad) {
   out.reserve((data.size() + 2) / 3 * 4);
   size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
-                       static_cast<unsigned char>(data[i + 2]);
+    const unsigned v = (static_cast<unsigned>(static_cast<unsigned char>(data[i])) << 16) |
+                       (static_cast<unsigned>(static_cast<unsigned char>(data[i + 1])) << 8) |
+                       static_cast<unsigned>(static_cast<unsigned char>(data[i + 2]));
     out += kBase64Alphabet[(v >> 18) & 63];
     out += kBase64Alphabet[(v >> 12) & 63];
     out += kBase64Alphabet[(v >> 6) & 63];
