@@ -110,6 +110,33 @@ check "status shows the rolled-back phase with its step" \
 out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
 
+# ---------------------------------------------------------------- max-fail
+# One node at a time; the first fails (the bogus package): no further batch
+# starts (an all-failed batch stops the rollout, and says so).
+out=$("$gx" apply "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "--max-fail 1 with --batch 1: exit 3" test "$rc" -eq 3
+check "it says why it stopped" grep -q "stopping: every node of the last batch failed; no further batches are started" <<<"$out"
+check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2 not started" <<<"$out"
+
+# ---------------------------------------------------------------- apply plan.json
+sed 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' "$work/lab.yaml" >"$work/ntp2.yaml"
+"$gx" plan "$work/ntp2.yaml" --limit node-03 --out "$work/plan.json" >/dev/null 2>&1
+out=$("$gx" apply "$work/plan.json" --state "$state" 2>&1)
+rc=$?
+check "apply plan.json: exit 0" test "$rc" -eq 0
+check "apply plan.json changed the planned node only" grep -q "1 node: 1 changed" <<<"$out"
+check "the node has the planned configuration" sshn node-03 "grep -q '^server 198.18.0.9 iburst' /etc/chrony/chrony.conf"
+"$gx" plan "$work/lab.yaml" --limit node-03 --out "$work/back.json" >/dev/null 2>&1
+sshn node-03 "echo '# changed by hand' >> /etc/chrony/chrony.conf"
+out=$("$gx" apply "$work/back.json" --state "$state" 2>&1)
+rc=$?
+check "a node that drifted since the plan: apply plan.json refuses (exit 1)" test "$rc" -eq 1
+check "the refusal names the node" grep -q "refusing to apply $work/back.json: node-03 changed since the plan was made" <<<"$out"
+out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+check "a fresh apply of the spec converges node-03 again" grep -q "1 node: 1 changed" <<<"$out"
+
 # ---------------------------------------------------------------- locks
 "$gx" apply "$work/lab.yaml" --limit node-04 --state "$state" >"$work/first.log" 2>&1 &
 first=$!
