@@ -8,28 +8,13 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& params, const char* key, const std::string& fallback = "") {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-std::vector<std::string> names_of(const json& value) {
-  std::vector<std::string> out;
-  if (value.is_string()) out.push_back(value.get<std::string>());
-  if (value.is_array()) {
-    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return out;
-}
-
 std::string q(const std::string& s) { return shell_quote(s); }
 
 // Mode and ownership for a path that exists; chown only when asked.
 std::string ownership_commands(const json& p, const std::string& path) {
   std::string out;
-  if (p.contains("mode")) out += " && chmod " + q(text(p, "mode")) + " " + path;
-  const std::string owner = text(p, "owner"), group = text(p, "group");
+  if (p.contains("mode")) out += " && chmod " + q(param_text(p, "mode")) + " " + path;
+  const std::string owner = param_text(p, "owner"), group = param_text(p, "group");
   if (!owner.empty() || !group.empty()) out += " && chown " + q(owner + (group.empty() ? "" : ":" + group)) + " " + path;
   return out;
 }
@@ -37,12 +22,12 @@ std::string ownership_commands(const json& p, const std::string& path) {
 // Writes stdin to `path` atomically: a temporary file beside it, then a
 // rename, so a reader never sees half a config file.
 ActionCommand write_file(const json& p) {
-  const std::string path = text(p, "path");
+  const std::string path = param_text(p, "path");
   const std::string qp = q(path);
   std::string command = "d=$(dirname -- " + qp + ") && mkdir -p -- \"$d\" && t=$(mktemp \"$d/.gpuexpand.XXXXXX\") && cat > \"$t\"";
   command += ownership_commands(p, "\"$t\"");
   command += " && mv -f -- \"$t\" " + qp + " || { rm -f -- \"$t\"; exit 1; }";
-  return {command, text(p, "content")};
+  return {command, param_text(p, "content")};
 }
 
 std::string fstab_line(const FstabFields& f) {
@@ -106,11 +91,11 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
   const json& p = step.params;
   const std::string& type = step.type;
   if (type == "hostname") {
-    const std::string name = q(text(p, "name"));
+    const std::string name = q(param_text(p, "name"));
     return ActionCommand{"printf '%s\\n' " + name + " > /etc/hostname && hostname " + name, ""};
   }
   if (type == "timezone") {
-    const std::string zone = text(p, "zone");
+    const std::string zone = param_text(p, "zone");
     return ActionCommand{"test -e " + q("/usr/share/zoneinfo/" + zone) + " || { echo " +
                              q("unknown time zone " + zone + " (is tzdata installed?)") + " >&2; exit 1; }; ln -sfn " +
                              q("/usr/share/zoneinfo/" + zone) + " /etc/localtime && printf '%s\\n' " + q(zone) +
@@ -119,22 +104,22 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
   }
   if (type == "file") return write_file(p);
   if (type == "line") {
-    const std::string path = q(text(p, "path"));
-    const std::string line = q(text(p, "line"));
+    const std::string path = q(param_text(p, "path"));
+    const std::string line = q(param_text(p, "line"));
     return ActionCommand{"touch " + path + " && { grep -qxF -- " + line + " " + path + " || printf '%s\\n' " + line +
                              " >> " + path + "; }",
                          ""};
   }
   if (type == "directory") {
-    const std::string path = q(text(p, "path"));
+    const std::string path = q(param_text(p, "path"));
     return ActionCommand{"mkdir -p -- " + path + ownership_commands(p, path), ""};
   }
   if (type == "package") {
-    const std::string state = text(p, "state", "present");
+    const std::string state = param_text(p, "state", "present");
     std::vector<std::pair<std::string, std::string>> wanted;
     std::vector<std::string> names;
-    for (std::string name : names_of(p.value("names", json()))) {
-      std::string version = text(p, "version");
+    for (std::string name : param_names(p.value("names", json()))) {
+      std::string version = param_text(p, "version");
       if (auto eq = name.find('='); eq != std::string::npos) {
         version = name.substr(eq + 1);
         name = name.substr(0, eq);
@@ -146,9 +131,9 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
     return ActionCommand{install_packages_command(wanted, context.package_manager, context.refresh_package_index), ""};
   }
   if (type == "service") {
-    const std::string unit = q(text(p, "name"));
+    const std::string unit = q(param_text(p, "name"));
     const bool enabled = bool_param(p, "enabled", true);
-    const std::string state = text(p, "state", "running");
+    const std::string state = param_text(p, "state", "running");
     std::string command = std::string("systemctl ") + (enabled ? "enable " : "disable ") + unit + " -q";
     // `restart` also starts a stopped unit; it is what restart_on asks for.
     command += state == "running" ? " && systemctl restart " + unit : " && systemctl stop " + unit;
@@ -164,7 +149,7 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
   }
   if (type == "kernel_module") {
     std::string command;
-    for (const auto& name : names_of(p.value("names", json()))) {
+    for (const auto& name : param_names(p.value("names", json()))) {
       command += (command.empty() ? "" : " && ") + std::string("modprobe ") + q(name);
     }
     return ActionCommand{command.empty() ? "true" : command, ""};
@@ -182,7 +167,7 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
                           "; else mount " + target + "; fi";
     return ActionCommand{command, ""};
   }
-  if (type == "command") return ActionCommand{text(p, "run"), ""};
+  if (type == "command") return ActionCommand{param_text(p, "run"), ""};
   if (type == "reboot") return ActionCommand{"systemctl --no-block reboot", ""};  // the executor also waits for the node
   return make_error("step '" + step.key + "': no action for type '" + type + "'");
 }

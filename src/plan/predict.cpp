@@ -9,21 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string text(const json& params, const char* key, const std::string& fallback = "") {
-  auto it = params.find(key);
-  if (it == params.end() || it->is_null()) return fallback;
-  return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-std::vector<std::string> names_of(const json& value) {
-  std::vector<std::string> out;
-  if (value.is_string()) out.push_back(value.get<std::string>());
-  if (value.is_array()) {
-    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return out;
-}
-
 json& file_entry(json& facts, const std::string& path) {
   json& entry = facts["files"][path];
   if (!entry.is_object()) entry = json::object();
@@ -42,29 +27,29 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
   const json& p = step.params;
   const std::string& type = step.type;
   if (type == "hostname") {
-    facts["hostname"] = text(p, "name");
+    facts["hostname"] = param_text(p, "name");
   } else if (type == "timezone") {
-    facts["timezone"] = text(p, "zone");
+    facts["timezone"] = param_text(p, "zone");
   } else if (type == "file") {
-    json& entry = file_entry(facts, text(p, "path"));
+    json& entry = file_entry(facts, param_text(p, "path"));
     entry["exists"] = true;
-    entry["content"] = text(p, "content");
+    entry["content"] = param_text(p, "content");
     entry.erase("sha256");
     set_ownership(entry, p);
   } else if (type == "line") {
-    json& entry = file_entry(facts, text(p, "path"));
+    json& entry = file_entry(facts, param_text(p, "path"));
     std::string content = entry.value("content", std::string());
     if (!content.empty() && content.back() != '\n') content += '\n';
     entry["exists"] = true;
-    entry["content"] = content + text(p, "line") + "\n";
+    entry["content"] = content + param_text(p, "line") + "\n";
   } else if (type == "directory") {
-    json& entry = file_entry(facts, text(p, "path"));
+    json& entry = file_entry(facts, param_text(p, "path"));
     entry["exists"] = true;
     set_ownership(entry, p);
   } else if (type == "package") {
-    const bool absent = text(p, "state", "present") == "absent";
-    for (std::string name : names_of(p.value("names", json()))) {
-      std::string version = text(p, "version", "");
+    const bool absent = param_text(p, "state", "present") == "absent";
+    for (std::string name : param_names(p.value("names", json()))) {
+      std::string version = param_text(p, "version", "");
       if (auto eq = name.find('='); eq != std::string::npos) {
         version = name.substr(eq + 1);
         name = name.substr(0, eq);
@@ -79,10 +64,10 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
       }
     }
   } else if (type == "service") {
-    json& service = facts["services"][text(p, "name")];
+    json& service = facts["services"][param_text(p, "name")];
     service["exists"] = true;
     service["enabled"] = bool_param(p, "enabled", true);
-    service["active"] = text(p, "state", "running") == "running";
+    service["active"] = param_text(p, "state", "running") == "running";
   } else if (type == "sysctl") {
     if (p.contains("values") && p["values"].is_object()) {
       for (const auto& [key, value] : p["values"].items()) {
@@ -92,7 +77,7 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
   } else if (type == "kernel_module") {
     json& loaded = facts["kernel_modules"]["loaded"];
     if (!loaded.is_array()) loaded = json::array();
-    for (std::string name : names_of(p.value("names", json()))) {
+    for (std::string name : param_names(p.value("names", json()))) {
       std::replace(name.begin(), name.end(), '-', '_');
       if (std::find(loaded.begin(), loaded.end(), name) == loaded.end()) loaded.push_back(name);
     }

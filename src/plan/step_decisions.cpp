@@ -18,22 +18,12 @@ const json* find(const json& object, const std::string& key) {
 }
 
 std::string str(const json& params, const char* key, const std::string& fallback = "") {
-  const json* v = find(params, key);
-  if (!v || v->is_null()) return fallback;
-  return v->is_string() ? v->get<std::string>() : v->dump();
+  return param_text(params, key, fallback);
 }
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::vector<std::string> string_list(const json& value) {
-  std::vector<std::string> out;
-  if (value.is_string()) {
-    out.push_back(value.get<std::string>());
-  } else if (value.is_array()) {
-    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
-  }
-  return out;
-}
+std::vector<std::string> string_list(const json& value) { return param_names(value); }
 
 std::vector<std::string> split_lines(const std::string& text) {
   std::vector<std::string> lines;
@@ -344,6 +334,23 @@ struct Decider {
 };
 
 }  // namespace
+
+std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback) {
+  if (!params.is_object()) return fallback;
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::vector<std::string> param_names(const nlohmann::json& value) {
+  std::vector<std::string> out;
+  if (value.is_string()) {
+    out.push_back(value.get<std::string>());
+  } else if (value.is_array()) {
+    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
 
 bool bool_param(const nlohmann::json& params, const char* key, bool fallback) {
   auto it = params.find(key);

@@ -27,6 +27,12 @@ using ChangedSteps = std::map<std::string, bool>;
 std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
                                        const ChangedSteps& changed_steps);
 
+// A rendered step parameter as text: strings as they are, other values as
+// JSON text, `fallback` when absent or null.
+std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback = "");
+// A rendered `names`-style parameter: one string, or a list of them.
+std::vector<std::string> param_names(const nlohmann::json& value);
+
 // A boolean parameter that may arrive as a rendered template ("true").
 bool bool_param(const nlohmann::json& params, const char* key, bool fallback);
 
