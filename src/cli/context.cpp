@@ -1,5 +1,7 @@
 #include "context.hpp"
 
+#include "gpuexpand/util/local_file.hpp"
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -71,11 +73,7 @@ bool Context::use_color() const {
   return !options_.no_color && std::getenv("NO_COLOR") == nullptr && stdout_is_terminal();
 }
 
-std::string expand_home(const std::string& path) {
-  if (path.rfind("~/", 0) != 0) return path;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "") + path.substr(1);
-}
+std::string expand_home(const std::string& path) { return expand_home_path(path); }
 
 void add_ssh_options(CLI::App& command, SshOverrides& overrides) {
   command.add_option("--parallel", overrides.parallel, "Nodes worked on at once (default: the spec's ssh.parallel)")

@@ -67,7 +67,7 @@ PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
     } else if (type == "timezone") {
       touch.files.insert("/etc/localtime");
       touch.files.insert("/etc/timezone");
-    } else if (type == "file" || type == "line") {
+    } else if (type == "file" || type == "line" || type == "copy") {
       touch.files.insert(text(p, "path"));
     } else if (type == "directory") {
       touch.directories.insert(text(p, "path"));

@@ -1,6 +1,8 @@
 #include "gpuexpand/exec/step_actions.hpp"
 
 #include "gpuexpand/plan/step_decisions.hpp"
+#include "gpuexpand/util/digest.hpp"
+#include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -103,6 +105,19 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
                          ""};
   }
   if (type == "file") return write_file(p);
+  if (type == "copy") {
+    // Read now, at apply time, and checked against the digest the plan
+    // compared: a source that changed since then is refused, not sent.
+    auto data = read_local_file(param_text(p, "src"));
+    if (!data) return make_error("step '" + step.key + "': " + data.error().message);
+    const std::string planned = param_text(p, "src_sha256");
+    if (!planned.empty() && sha256_hex(data.value()) != planned) {
+      return make_error("step '" + step.key + "': " + param_text(p, "src") + " changed since the plan was made");
+    }
+    json with_content = p;
+    with_content["content"] = std::move(data.value());
+    return write_file(with_content);
+  }
   if (type == "line") {
     const std::string path = q(param_text(p, "path"));
     const std::string line = q(param_text(p, "line"));

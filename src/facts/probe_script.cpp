@@ -30,7 +30,13 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
   for (const auto& step : steps) {
     const auto& p = step.params;
     const std::string& type = step.type;
-    if (type == "file" || type == "line" || type == "directory") {
+    if (type == "copy") {
+      const std::string path = text_param(p, "path");
+      if (!path.empty() && path.front() == '/') {
+        request.files.insert(path);
+        request.secret_files.insert(path);
+      }
+    } else if (type == "file" || type == "line" || type == "directory") {
       const std::string path = text_param(p, "path");
       if (!path.empty() && path.front() == '/') request.files.insert(path);
     } else if (type == "package") {
@@ -88,9 +94,12 @@ std::string probe_script(const FactsRequest& request) {
   for (const auto& path : request.files) {
     const std::string q = shell_quote(path);
     s += "m file " + q + "\n";
+    // Small files come back whole; large and secret ones as a digest.
+    const std::string small =
+        request.secret_files.count(path) ? std::string("false") : "[ $(stat -c %s " + q + ") -le 65536 ]";
     s += "if [ -e " + q + " ] || [ -L " + q + " ]; then stat -c '%a %U %G %s %F' " + q + "; if [ -f " + q +
-         " ] && [ $(stat -c %s " + q + ") -le 65536 ]; then base64 -w0 " + q + "; echo; elif [ -f " + q +
-         " ]; then sha256sum " + q + "; fi; fi\n";
+         " ] && " + small + "; then base64 -w0 " + q + "; echo; elif [ -f " + q + " ]; then sha256sum " + q +
+         "; fi; fi\n";
   }
   if (!request.services.empty()) {
     std::string units;

@@ -36,6 +36,12 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
     entry["content"] = param_text(p, "content");
     entry.erase("sha256");
     set_ownership(entry, p);
+  } else if (type == "copy") {
+    json& entry = file_entry(facts, param_text(p, "path"));
+    entry["exists"] = true;
+    entry.erase("content");
+    entry["sha256"] = param_text(p, "src_sha256");
+    set_ownership(entry, p);
   } else if (type == "line") {
     json& entry = file_entry(facts, param_text(p, "path"));
     std::string content = entry.value("content", std::string());

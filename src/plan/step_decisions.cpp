@@ -119,6 +119,27 @@ struct Decider {
     ownership(*f, path);
   }
 
+  // A file from the operator's machine, compared by SHA-256 only: its
+  // content (a munge key) is never in the facts, the plan or a log.
+  void copy() {
+    const std::string path = str(params(), "path");
+    const json* f = file_facts(path);
+    if (!f) return;
+    if (!f->value("exists", false)) {
+      add(ChangeAction::Create, path, "does not exist");
+      return;
+    }
+    const std::string wanted = str(params(), "src_sha256");
+    if (wanted.empty()) {
+      add(ChangeAction::Unknown, path, "cannot read " + str(params(), "src") + " here; decided at apply");
+    } else if (!find(*f, "sha256")) {
+      add(ChangeAction::Unknown, path, "digest not in the facts; decided on the node");
+    } else if (str(*f, "sha256") != wanted) {
+      add(ChangeAction::Update, path, "content differs from " + str(params(), "src"));
+    }
+    ownership(*f, path);
+  }
+
   void line() {
     const std::string path = str(params(), "path");
     const std::string wanted = str(params(), "line");
@@ -321,6 +342,7 @@ struct Decider {
     if (type == "hostname") hostname();
     else if (type == "timezone") timezone();
     else if (type == "file") file();
+    else if (type == "copy") copy();
     else if (type == "line") line();
     else if (type == "directory") directory();
     else if (type == "package") package();

@@ -9,6 +9,7 @@
 
 #include "gpuexpand/inventory/hostlist.hpp"
 #include "gpuexpand/spec/merge.hpp"
+#include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
 #include "inline_secrets.hpp"
 
@@ -60,6 +61,9 @@ class SpecBuilder {
   SpecBuilder(const YamlDocument& doc, std::vector<Diagnostic>& diagnostics)
       : doc_(doc), root_(doc.root), diagnostics_(diagnostics) {}
 
+  std::unordered_map<std::string, std::string> local_digests_;  // path -> SHA-256, "" when unreadable
+
+ public:
   ClusterSpec build() {
     ClusterSpec spec;
     spec.file = doc_.file;
@@ -265,6 +269,7 @@ class SpecBuilder {
     }
     deep_merge(settings, own, pointer, origins);
     apply_derived_defaults(settings);
+    record_local_file_digests(settings);
     check_settings(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
     if (own.empty()) shared_settings_.emplace(cache_key, shared);
@@ -305,6 +310,27 @@ class SpecBuilder {
     if (it == network->end() || !it->is_array()) return;
     for (auto& interface : *it) {
       if (interface.is_object() && !interface.contains("mtu")) interface["mtu"] = (*network)["mtu"];
+    }
+  }
+
+  // Secret files the spec names on the operator's machine (the munge key,
+  // the kubeadm token) are never copied into the settings: only their
+  // SHA-256 is, as `<key>_sha256` beside the path, so plans compare a node's
+  // copy with the source without the secret entering a plan, a facts file or
+  // the state store. An unreadable file (a CI runner without the secret)
+  // leaves the digest out; the `copy` step then plans `?` and apply names
+  // the file it cannot read.
+  void record_local_file_digests(nlohmann::json& settings) {
+    auto* scheduler = settings.is_object() && settings.contains("scheduler") ? &settings["scheduler"] : nullptr;
+    if (!scheduler || !scheduler->is_object()) return;
+    const std::pair<const char*, const char*> secrets[] = {{"slurm", "munge_key_file"}, {"kubernetes", "token_file"}};
+    for (const auto& [section, key] : secrets) {
+      auto it = scheduler->find(section);
+      if (it == scheduler->end() || !it->is_object() || !it->contains(key) || !(*it)[key].is_string()) continue;
+      const std::string path = (*it)[key].get<std::string>();
+      auto cached = local_digests_.find(path);
+      if (cached == local_digests_.end()) cached = local_digests_.emplace(path, local_file_sha256(path)).first;
+      if (!cached->second.empty()) (*it)[std::string(key).substr(0, std::string(key).size() - 5) + "_sha256"] = cached->second;
     }
   }
 

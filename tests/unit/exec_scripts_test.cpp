@@ -12,6 +12,7 @@
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/exec/step_actions.hpp"
+#include "gpuexpand/util/digest.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -105,6 +106,33 @@ TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {
   ::stat(path.c_str(), &st);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   run_sh("rm -rf /tmp/gpx-exec-" + std::to_string(::getpid()) + "-out");
+}
+
+TEST(StepActions, CopySendsTheLocalFileAndRefusesOneThatChangedSincePlanning) {
+  const std::string base = "/tmp/gpx-exec-" + std::to_string(::getpid()) + "-copy";
+  ::mkdir(base.c_str(), 0700);
+  const std::string secret("k\0\xff'$(x)\n", 9);  // binary, with shell metacharacters
+  std::ofstream(base + "/src.key", std::ios::binary) << secret;
+  const std::string digest = sha256_hex(secret);
+  auto action = action_for(step("copy", {{"path", base + "/dst.key"}, {"src", base + "/src.key"},
+                                         {"src_sha256", digest}, {"mode", "0400"}}),
+                           {});
+  ASSERT_TRUE(action) << action.error().message;
+  EXPECT_EQ(action->command.find(secret), std::string::npos) << "the secret travels on stdin, not in the command";
+  EXPECT_EQ(action->stdin_data, secret);
+  auto r = run_sh(action->command, action->stdin_data);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(slurp(base + "/dst.key"), secret);
+
+  auto changed = action_for(step("copy", {{"path", base + "/dst.key"}, {"src", base + "/src.key"},
+                                          {"src_sha256", std::string(64, '0')}}),
+                            {});
+  ASSERT_FALSE(changed);
+  EXPECT_EQ(changed.error().message, "step 's': " + base + "/src.key changed since the plan was made");
+  auto missing = action_for(step("copy", {{"path", base + "/dst.key"}, {"src", base + "/nope.key"}}), {});
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message, "step 's': cannot read " + base + "/nope.key: No such file or directory");
+  run_sh("rm -rf " + base);
 }
 
 TEST(Checkpoint, TouchSetOfAPhase) {

@@ -95,6 +95,33 @@ TEST(Planner, FileComparedBySha256WhenContentIsNotInTheFacts) {
   EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"~ /etc/x: content differs"});
 }
 
+// A secret copied from the operator's machine is compared by digest only.
+TEST(Planner, CopyComparesTheSourceDigestNeverContent) {
+  const std::string step =
+      "  - {id: k, type: copy, path: /etc/munge/munge.key, src: /keys/munge.key, src_sha256: '{{ os.timezone }}', "
+      "mode: '0400', owner: munge}\n";
+  auto facts = base_facts();
+  facts["files"]["/etc/munge/munge.key"] = {{"exists", false}};
+  EXPECT_EQ(lines(plan_one("  os: {timezone: abc}\n", step, facts)), Lines{"+ /etc/munge/munge.key: does not exist"});
+  facts["files"]["/etc/munge/munge.key"] = {{"exists", true}, {"sha256", "abc"}, {"mode", "0400"}, {"owner", "munge"}};
+  EXPECT_EQ(plan_one("  os: {timezone: abc}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["files"]["/etc/munge/munge.key"]["sha256"] = "def";
+  facts["files"]["/etc/munge/munge.key"]["mode"] = "0644";
+  EXPECT_EQ(lines(plan_one("  os: {timezone: abc}\n", step, facts)),
+            (Lines{"~ /etc/munge/munge.key: content differs from /keys/munge.key",
+                   "~ /etc/munge/munge.key: mode 0644, wanted 0400"}));
+  // No digest (the source is not readable where the plan runs): unknown.
+  const std::string unreadable =
+      "  - {id: k, type: copy, path: /etc/munge/munge.key, src: /keys/munge.key, src_sha256: ''}\n";
+  EXPECT_EQ(lines(plan_one("  os: {}\n", unreadable, facts)),
+            Lines{"? /etc/munge/munge.key: cannot read /keys/munge.key here; decided at apply"});
+  // Predicted: after the copy the node holds the source's digest.
+  ResolvedStep resolved{"k", "k", "copy", {{"path", "/k"}, {"src", "/s"}, {"src_sha256", "abc"}}};
+  json predicted = base_facts();
+  predict_facts_after(resolved, predicted);
+  EXPECT_EQ(predicted["files"]["/k"], (json{{"exists", true}, {"sha256", "abc"}}));
+}
+
 TEST(Planner, MissingFactsAreUnknownNotAssumed) {
   const std::string step = "  - {id: f, type: file, path: /etc/x, content: x}\n";
   EXPECT_EQ(lines(plan_one("  os: {}\n", step, base_facts())),

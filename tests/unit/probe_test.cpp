@@ -12,6 +12,7 @@
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/digest.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand {
@@ -66,6 +67,23 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_EQ((*facts)["files"]["/etc/it's; rm -rf /"], json({{"exists", false}}));
   EXPECT_TRUE((*facts)["sysctl"]["kernel.x`id`"].is_null());
+}
+
+// A secret file (a `copy` step's target) comes back as a digest, never its
+// content, however small it is.
+TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {
+  const char* path = "/tmp/gpx-probe-secret.key";
+  std::ofstream(path) << "secret\n";
+  const FactsRequest request = facts_request_for({{"k", "k", "copy", {{"path", path}, {"src", "/s"}}}});
+  EXPECT_TRUE(request.secret_files.count(path));
+  const std::string output = run_sh(probe_script(request));
+  EXPECT_EQ(output.find("c2VjcmV0Cg"), std::string::npos) << "base64 of the secret must not be printed";
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  const json& f = (*facts)["files"][path];
+  EXPECT_FALSE(f.contains("content"));
+  EXPECT_EQ(f["sha256"], sha256_hex("secret\n"));
+  ::unlink(path);
 }
 
 TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {

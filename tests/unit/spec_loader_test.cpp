@@ -2,6 +2,11 @@
 // precedence, derived defaults, and the examples shipped with the project.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "gpuexpand/util/digest.hpp"
 
 #include "test_support.hpp"
 
@@ -393,6 +398,24 @@ TEST(SpecLoader, RackAndGroupsAreCheckedEvenWhenTheHostListIsBroken) {
   EXPECT_EQ(diagnostics_text(result),
             "spec.yaml:4:12: nodes[0].hosts: unterminated '[' in host list 'n[1-'\n"
             "spec.yaml:5:14: unknown group 'x': the spec has no 'groups' section\n");
+}
+
+// The munge key stays on the operator's machine: the settings carry its
+// digest for the plan, never its bytes; an unreadable key leaves no digest.
+TEST(SpecLoader, SecretFilesAreRecordedByDigest) {
+  const std::string key = "/tmp/gpx-spec-munge-" + std::to_string(::getpid()) + ".key";
+  std::ofstream(key, std::ios::binary) << "munge-secret";
+  auto result = load_spec(minimal_spec("defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: ctl, "
+                                       "munge_key_file: " + key + "}\n"));
+  ASSERT_TRUE(result.spec) << diagnostics_text(result);
+  const auto& slurm = (*result.spec->nodes[0].settings)["scheduler"]["slurm"];
+  EXPECT_EQ(slurm["munge_key_sha256"], sha256_hex("munge-secret"));
+  EXPECT_EQ(slurm.dump().find("munge-secret"), std::string::npos);
+  ::unlink(key.c_str());
+  auto unreadable = load_spec(minimal_spec("defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: ctl, "
+                                           "munge_key_file: " + key + "}\n"));
+  ASSERT_TRUE(unreadable.spec) << diagnostics_text(unreadable);
+  EXPECT_FALSE((*unreadable.spec->nodes[0].settings)["scheduler"]["slurm"].contains("munge_key_sha256"));
 }
 
 TEST(SpecLoader, MissingFile) {

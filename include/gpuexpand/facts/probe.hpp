@@ -22,6 +22,7 @@ struct FactsRequest {
   std::set<std::string> sysctl_keys;
   std::set<std::string> packages;
   std::set<std::string> files;     // absolute paths (files and directories)
+  std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
   std::set<std::string> services;  // unit names without ".service"
   std::map<std::string, std::string> checks;  // step key -> rendered check command
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
