@@ -76,7 +76,7 @@ int run_cli(int argc, char** argv) {
     cli::add_apply_command(app, action);
     cli::add_status_command(app, action);
     cli::add_rollback_command(app, action);
-    cli::add_unimplemented_commands(app, action);
+    cli::add_verify_command(app, action);
 
     try {
       app.parse(argc, argv);

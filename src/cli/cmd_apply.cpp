@@ -55,6 +55,19 @@ class ConsoleJournal final : public RunJournal {
   }
   void checkpoint_taken(const std::string&, const std::string&, const std::string&, const nlohmann::json&) override {}
   void checkpoint_restored(const std::string&, const std::string&) override {}
+  void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
+    int passed = 0, failed = 0, skipped = 0;
+    for (const auto& r : results) ++(r.status == "pass" ? passed : r.status == "fail" ? failed : skipped);
+    std::cout << node << "  acceptance  " << passed << " passed, " << failed << " failed, " << skipped << " skipped"
+              << std::endl;
+    for (const char* status : {"fail", "skip"}) {
+      for (const auto& r : results) {
+        if (r.status != status) continue;
+        std::cout << node << "  acceptance  " << (r.status == "fail" ? "FAIL " : "skip ") << r.check << ": " << r.detail
+                  << std::endl;
+      }
+    }
+  }
   void node_finished(const std::string& node, NodeResult result, const std::string& message) override {
     if (result == NodeResult::Unchanged) std::cout << node << "  nothing to change" << std::endl;
     if (result == NodeResult::Unreachable) std::cout << node << "  UNREACHABLE: " << message << std::endl;

@@ -1,5 +1,8 @@
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
@@ -50,6 +53,44 @@ void print_table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", seconds);
+  return text;
+}
+
+// The latest acceptance checks, a summary line per node, then its failed and skipped checks.
+// Nothing at all when no check was ever recorded.
+void print_latest_checks(const std::vector<CheckResult>& checks) {
+  if (checks.empty()) return;
+  std::map<std::string, std::vector<const CheckResult*>> by_node;
+  size_t width = 0;
+  for (const auto& c : checks) {
+    by_node[c.node].push_back(&c);
+    width = std::max(width, c.node.size());
+  }
+  std::cout << "\nAcceptance checks, latest per node:\n";
+  for (const auto& [node, results] : by_node) {
+    int passed = 0, failed = 0, skipped = 0;
+    std::set<int64_t> runs;
+    for (const auto* c : results) {
+      ++(c->status == "pass" ? passed : c->status == "fail" ? failed : skipped);
+      runs.insert(c->run_id);
+    }
+    std::string run_list;
+    for (int64_t id : runs) run_list += (run_list.empty() ? "" : ", ") + std::to_string(id);
+    std::cout << "  " << node << std::string(width - node.size() + 2, ' ') << passed << " passed, " << failed
+              << " failed, " << skipped << " skipped (run" << (runs.size() == 1 ? " " : "s ") << run_list << ")\n";
+    for (const char* status : {"fail", "skip"}) {
+      for (const auto* c : results) {
+        if (c->status != status) continue;
+        std::cout << "    " << (c->status == "fail" ? "FAIL " : "skip ") << c->check
+                  << (c->detail.empty() ? "" : ": " + c->detail) << "\n";
+      }
+    }
+  }
+}
+
 int run_status(Context&, const StatusOptions& options) {
   auto store = open_store(options.state);
   if (options.run > 0) {
@@ -57,28 +98,41 @@ int run_status(Context&, const StatusOptions& options) {
     if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + options.state};
     const auto results = checked(store->phase_results(options.run));
     const auto audit = checked(store->audit(options.run));
+    const auto checks = checked(store->checks_of_run(options.run));
     if (options.output == "json") {
-      std::cout << nlohmann::json{{"run", *run}, {"phases", results}, {"audit", audit}}.dump(2) << "\n";
+      nlohmann::json doc{{"run", *run}, {"phases", results}, {"audit", audit}};
+      if (!checks.empty()) doc["checks"] = checks;
+      std::cout << doc.dump(2) << "\n";
       return kExitOk;
     }
     std::cout << "Run " << run->id << ": " << run->command << " " << run->spec_file << ", " << to_string(run->status)
               << " (exit " << run->exit_code << "), " << run->started_at << " .. " << run->finished_at << "\n";
     std::vector<std::vector<std::string>> rows = {{"NODE", "PHASE", "STATUS", "CHANGES", "SECONDS", "DETAIL"}};
     for (const auto& r : results) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%.1f", r.duration_s);
-      rows.push_back({r.node, r.phase, to_string(r.status), std::to_string(r.changes), seconds,
+      rows.push_back({r.node, r.phase, to_string(r.status), std::to_string(r.changes), seconds_text(r.duration_s),
                       r.failed_step.empty() ? r.message : r.failed_step + ": " + r.message});
     }
     print_table(rows);
+    if (!checks.empty()) {
+      std::cout << "Acceptance checks:\n";
+      std::vector<std::vector<std::string>> check_rows = {{"NODE", "CHECK", "STATUS", "SECONDS", "DETAIL"}};
+      for (const auto& c : checks) check_rows.push_back({c.node, c.check, c.status, seconds_text(c.seconds), c.detail});
+      print_table(check_rows);
+    }
     std::cout << audit.size() << " remote commands recorded\n";
     return kExitOk;
   }
 
   const auto runs = checked(store->runs(options.history));
   const auto latest = checked(store->latest_phase_results({}));
+  const auto latest_checks = checked(store->latest_checks({}));
   if (options.output == "json") {
-    std::cout << nlohmann::json{{"runs", runs}, {"latest", latest}}.dump(2) << "\n";
+    nlohmann::json doc{{"runs", runs}, {"latest", latest}};
+    // "checks": {"node-01": [the latest result of each check, in the order they ran], …}
+    std::map<std::string, std::vector<CheckResult>> checks_by_node;
+    for (const auto& c : latest_checks) checks_by_node[c.node].push_back(c);
+    if (!checks_by_node.empty()) doc["checks"] = checks_by_node;
+    std::cout << doc.dump(2) << "\n";
     return kExitOk;
   }
   if (runs.empty()) {
@@ -118,6 +172,7 @@ int run_status(Context&, const StatusOptions& options) {
     std::cout << "\nFailures:\n";
     for (const auto& f : failures) std::cout << "  " << f << "\n";
   }
+  print_latest_checks(latest_checks);
   return kExitOk;
 }
 
@@ -139,9 +194,11 @@ int run_unlock(Context&, const UnlockOptions& options) {
 
 void add_status_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<StatusOptions>();
-  CLI::App* cmd = app.add_subcommand("status", "Runs, and the latest state per node and phase, from the state store");
+  CLI::App* cmd = app.add_subcommand(
+      "status", "Runs, the latest state per node and phase, and acceptance checks, from the state store");
   cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
-  cmd->add_option("--run", options->run, "One run: its phase results and the number of remote commands");
+  cmd->add_option("--run", options->run,
+                  "One run: its phase results, acceptance checks and the number of remote commands");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
   cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&action, options] { action = [options](Context& c) { return run_status(c, *options); }; });

@@ -18,6 +18,6 @@ void add_facts_command(CLI::App& app, Action& action);
 void add_apply_command(CLI::App& app, Action& action);
 void add_status_command(CLI::App& app, Action& action);
 void add_rollback_command(CLI::App& app, Action& action);
-void add_unimplemented_commands(CLI::App& app, Action& action);
+void add_verify_command(CLI::App& app, Action& action);
 
 }  // namespace gpuexpand::cli

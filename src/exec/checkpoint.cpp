@@ -1,5 +1,6 @@
 #include "gpuexpand/exec/checkpoint.hpp"
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/plan/step_decisions.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -69,6 +70,8 @@ PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
       touch.files.insert("/etc/timezone");
     } else if (type == "file" || type == "line" || type == "copy") {
       touch.files.insert(text(p, "path"));
+    } else if (type == "acceptance") {
+      touch.files.insert(kAcceptanceRecordPath);
     } else if (type == "directory") {
       touch.directories.insert(text(p, "path"));
     } else if (type == "package") {
@@ -149,6 +152,21 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
     s += "if grep -qx " + q(target + "\t0") + " \"$d/mounts\" 2>/dev/null && mountpoint -q " + q(target) +
          "; then umount " + q(target) + " || umount -l " + q(target) + " || fail " + q("umount " + target) + "; fi\n";
   }
+  // Files: remove what did not exist, put back what did (content, mode, owner).
+  s += "while IFS= read -r p; do [ -n \"$p\" ] || continue; if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then rmdir \"$p\" "
+       "2>/dev/null || fail \"cannot remove directory $p (not empty)\"; else rm -f \"$p\"; fi; done < \"$d/absent\"\n";
+  s += "if [ -f \"$d/files.tar\" ]; then tar -xpPf \"$d/files.tar\" || fail 'restoring files'; fi\n";
+  for (const auto& key : touch.sysctl_keys) {
+    s += "v=$(awk -F'\\t' -v k=" + q(key) + " '$1==k {print $2}' \"$d/sysctl\"); [ \"$v\" = @@missing ] || sysctl -q -w " +
+         q(key) + "=\"$v\" || fail " + q("sysctl " + key) + "\n";
+  }
+  // Command steps' own rollbacks, newest first, after the files are back
+  // (they may read the restored configuration) and before packages are
+  // purged (they may need the phase's tools: `scontrol delete` needs
+  // slurm-client).
+  for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
+    s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
+  }
   if (!touch.packages.empty()) {
     // Back to the versions the checkpoint saw: downgrade or upgrade what was
     // there, purge what was not.
@@ -170,14 +188,9 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
     }
     s += "fi\n";
   }
-  // Files: remove what did not exist, put back what did (content, mode, owner).
-  s += "while IFS= read -r p; do [ -n \"$p\" ] || continue; if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then rmdir \"$p\" "
-       "2>/dev/null || fail \"cannot remove directory $p (not empty)\"; else rm -f \"$p\"; fi; done < \"$d/absent\"\n";
-  s += "if [ -f \"$d/files.tar\" ]; then tar -xpPf \"$d/files.tar\" || fail 'restoring files'; fi\n";
-  for (const auto& key : touch.sysctl_keys) {
-    s += "v=$(awk -F'\\t' -v k=" + q(key) + " '$1==k {print $2}' \"$d/sysctl\"); [ \"$v\" = @@missing ] || sysctl -q -w " +
-         q(key) + "=\"$v\" || fail " + q("sysctl " + key) + "\n";
-  }
+  // Unit files and drop-ins may be back to what they were: systemd must
+  // read them again before it starts or stops anything.
+  if (!touch.services.empty()) s += "systemctl daemon-reload 2>/dev/null || true\n";
   for (const auto& service : touch.services) {
     const std::string unit = q(service + ".service");
     s += "line=$(awk -F'\\t' -v n=" + q(service) + " '$1==n' \"$d/services\"); enabled=$(printf '%s' \"$line\" | cut -f2); "
@@ -188,11 +201,6 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
          "; elif systemctl is-active -q " + unit + " 2>/dev/null; then systemctl stop " + unit + "; fi\n";
   }
   if (touch.hostname) s += "[ -f \"$d/hostname\" ] && hostname \"$(cat \"$d/hostname\")\"\n";
-  // Command steps' own rollbacks, newest first, after the files are back:
-  // they may read the restored configuration.
-  for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
-    s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
-  }
   for (const auto& target : touch.mount_targets) {
     s += "if grep -qx " + q(target + "\t1") + " \"$d/mounts\" 2>/dev/null && ! mountpoint -q " + q(target) +
          "; then mount " + q(target) + " || fail " + q("mount " + target) + "; fi\n";

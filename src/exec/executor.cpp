@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/step_actions.hpp"
 #include "gpuexpand/facts/probe.hpp"
 
@@ -247,6 +248,10 @@ class Execution {
       reboot(run);
       return;
     }
+    if (step.type == "acceptance") {
+      accept(run);
+      return;
+    }
     ActionContext context;
     if (auto manager = package_manager_of(run.facts)) {
       context.package_manager = manager.value();
@@ -311,6 +316,64 @@ class Execution {
         return;
       }
       wait_for_boot(run, old_boot, deadline);
+    });
+  }
+
+  // A peer for the MTU ping: a node whose network phase is done (its
+  // interfaces have their MTU), or that needed no change at all.
+  bool network_ready(const NodeRun& other) const {
+    if (!other.facts.is_object()) return false;
+    const size_t network_phase = phase_index("rdma");
+    if (other.stage == Stage::Done) {
+      const NodeResult r = report_.nodes[other.index].result;
+      return r == NodeResult::Unchanged || r == NodeResult::Changed || other.next_phase > network_phase;
+    }
+    return other.next_phase > network_phase;
+  }
+
+  // Acceptance: facts checks from the facts just gathered, node-side checks
+  // in one script, results to the journal; then either release the node
+  // (and record what it passed with) or drain it and fail the phase.
+  void accept(NodeRun& run) {
+    const json settings = run.phase.steps[run.step].params.value("settings", json::object());
+    std::vector<const json*> others;
+    for (const auto& other : runs_) {
+      if (&other != &run && network_ready(other)) others.push_back(&other.facts);
+    }
+    auto from_facts = facts_checks(settings, run.facts);
+    CommandRequest request{"sh -s", acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply),
+                           std::chrono::seconds(settings.value("job_timeout", 120) + 300), false};
+    runner_.submit(run.index, std::move(request), [this, &run, settings, from_facts](const CommandOutcome& outcome) {
+      if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
+        roll_back(run, run.phase.steps[run.step].key, "cannot run the acceptance checks: " + outcome.message);
+        return;
+      }
+      auto results = merge_check_results(settings, from_facts, parse_acceptance_output(outcome.out));
+      journal_.checks_recorded(run.node->name, results);
+      if (all_passed(results)) {
+        AcceptanceCommand release = release_command(settings);
+        runner_.submit(run.index, {release.command, release.stdin_data, {}, false},
+                       [this, &run](const CommandOutcome& released) {
+                         if (!released.ok()) {
+                           roll_back(run, run.phase.steps[run.step].key,
+                                     "checks passed but the node could not be released: " + released.message);
+                           return;
+                         }
+                         report_.accepted.push_back({run.node->name, run.phase.steps[run.step].params.value(
+                                                                         "settings", json::object())});
+                         ++run.step;
+                         apply_next_step(run);
+                       });
+        return;
+      }
+      const std::string failed = failure_summary(results);
+      runner_.submit(run.index, {drain_command(settings, failed), "", {}, false},
+                     [this, &run, failed](const CommandOutcome& drained) {
+                       roll_back(run, run.phase.steps[run.step].key,
+                                 "acceptance failed: " + failed +
+                                     (drained.ok() ? std::string(" (node drained)")
+                                                   : "; could not drain the node: " + drained.message));
+                     });
     });
   }
 

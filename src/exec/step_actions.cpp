@@ -149,7 +149,9 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
     const std::string unit = q(param_text(p, "name"));
     const bool enabled = bool_param(p, "enabled", true);
     const std::string state = param_text(p, "state", "running");
-    std::string command = std::string("systemctl ") + (enabled ? "enable " : "disable ") + unit + " -q";
+    // daemon-reload first: an earlier step may have written a drop-in.
+    std::string command = std::string("systemctl daemon-reload && systemctl ") + (enabled ? "enable " : "disable ") +
+                          unit + " -q";
     // `restart` also starts a stopped unit; it is what restart_on asks for.
     command += state == "running" ? " && systemctl restart " + unit : " && systemctl stop " + unit;
     return ActionCommand{command, ""};
@@ -183,6 +185,7 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
     return ActionCommand{command, ""};
   }
   if (type == "command") return ActionCommand{param_text(p, "run"), ""};
+  if (type == "acceptance") return make_error("step '" + step.key + "': acceptance is run by the executor");
   if (type == "reboot") return ActionCommand{"systemctl --no-block reboot", ""};  // the executor also waits for the node
   return make_error("step '" + step.key + "': no action for type '" + type + "'");
 }

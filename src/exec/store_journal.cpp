@@ -60,6 +60,19 @@ void StoreJournal::checkpoint_restored(const std::string& node, const std::strin
   if (also_) also_->checkpoint_restored(node, phase);
 }
 
+void StoreJournal::checks_recorded(const std::string& node, const std::vector<CheckResult>& results) {
+  std::vector<CheckResult> filed = results;
+  const std::string now = now_();
+  for (auto& result : filed) {
+    result.run_id = run_id_;
+    result.node = node;
+    if (result.recorded_at.empty()) result.recorded_at = now;
+  }
+  flush_audit();  // the commands behind these results are on record with them
+  check(store_.record_checks(filed));
+  if (also_) also_->checks_recorded(node, filed);
+}
+
 void StoreJournal::node_finished(const std::string& node, NodeResult result, const std::string& message) {
   if (also_) also_->node_finished(node, result, message);
 }

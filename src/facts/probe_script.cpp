@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -30,7 +31,9 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
   for (const auto& step : steps) {
     const auto& p = step.params;
     const std::string& type = step.type;
-    if (type == "copy") {
+    if (type == "acceptance") {
+      request.files.insert(kAcceptanceRecordPath);
+    } else if (type == "copy") {
       const std::string path = text_param(p, "path");
       if (!path.empty() && path.front() == '/') {
         request.files.insert(path);

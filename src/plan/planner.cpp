@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/plan/predict.hpp"
 #include "gpuexpand/playbook/expression.hpp"
@@ -99,6 +100,7 @@ Result<json> render_params(const std::string& type, const json& params, const js
     out[key] = std::move(r.value());
   }
   if (auto shape = check_rendered_shape(type, out); !shape) return shape.error();
+  if (type == "acceptance") out["settings"] = acceptance_settings(vars);
   return out;
 }
 

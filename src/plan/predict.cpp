@@ -1,5 +1,6 @@
 #include "gpuexpand/plan/predict.hpp"
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/plan/step_decisions.hpp"
 
 #include <algorithm>
@@ -42,6 +43,11 @@ void predict_facts_after(const ResolvedStep& step, json& facts) {
     entry.erase("content");
     entry["sha256"] = param_text(p, "src_sha256");
     set_ownership(entry, p);
+  } else if (type == "acceptance") {
+    json& entry = file_entry(facts, kAcceptanceRecordPath);
+    entry["exists"] = true;
+    entry["content"] = acceptance_record(p.value("settings", json::object()));
+    entry.erase("sha256");
   } else if (type == "line") {
     json& entry = file_entry(facts, param_text(p, "path"));
     std::string content = entry.value("content", std::string());

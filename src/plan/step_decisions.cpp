@@ -4,6 +4,7 @@
 #include <optional>
 #include <sstream>
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/util/digest.hpp"
 
 namespace gpuexpand {
@@ -319,6 +320,20 @@ struct Decider {
     if (!mounted) add(ChangeAction::Update, target, "not mounted");
   }
 
+  // Passed with the node's current acceptance settings, or not (yet).
+  void acceptance() {
+    const json* files = find(facts, "files");
+    const json* f = files ? find(*files, kAcceptanceRecordPath) : nullptr;
+    const std::string wanted = acceptance_record(params().value("settings", json::object()));
+    if (!f) {
+      add(ChangeAction::Unknown, "acceptance", "record not in the facts; decided on the node");
+    } else if (!f->value("exists", false)) {
+      add(ChangeAction::Create, "acceptance", "not passed yet");
+    } else if (str(*f, "content") != wanted) {
+      add(ChangeAction::Update, "acceptance", "passed with other settings; checked again");
+    }
+  }
+
   void command() {
     const json* checks = find(facts, "checks");
     const json* code = checks ? find(*checks, instance.key) : nullptr;
@@ -343,6 +358,7 @@ struct Decider {
     else if (type == "timezone") timezone();
     else if (type == "file") file();
     else if (type == "copy") copy();
+    else if (type == "acceptance") acceptance();
     else if (type == "line") line();
     else if (type == "directory") directory();
     else if (type == "package") package();

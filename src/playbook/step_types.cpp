@@ -26,6 +26,9 @@ const std::vector<StepTypeInfo>& step_types() {
       {"mount", {"source", "path", "fstype"}, {"options"}},
       {"command", {"run", "check", "rollback"}, {}},
       {"reboot", {"reboot_on"}, {}},
+      // Its settings come from the node's spec (accept/acceptance.cpp),
+      // added by the planner, not written in the playbook.
+      {"acceptance", {}, {}},
   };
   return types;
 }

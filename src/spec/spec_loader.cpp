@@ -269,6 +269,7 @@ class SpecBuilder {
     }
     deep_merge(settings, own, pointer, origins);
     apply_derived_defaults(settings);
+    derive_slurm_registration(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
@@ -313,6 +314,38 @@ class SpecBuilder {
     }
   }
 
+  // What slurmd registers a dynamic node with, written out once for the
+  // scheduler playbook (templates have no conditionals): `--conf-server`
+  // and the `--conf` node line. State=DRAIN only counts at a node's first
+  // registration: no user job can land before the acceptance hold exists.
+  static void derive_slurm_registration(nlohmann::json& settings) {
+    auto* scheduler = settings.is_object() && settings.contains("scheduler") ? &settings["scheduler"] : nullptr;
+    if (!scheduler || !scheduler->is_object() || !scheduler->contains("slurm") || !(*scheduler)["slurm"].is_object()) {
+      return;
+    }
+    auto& slurm = (*scheduler)["slurm"];
+    auto join = [](const nlohmann::json& list) {
+      std::string out;
+      if (list.is_array()) {
+        for (const auto& v : list) {
+          if (v.is_string()) out += (out.empty() ? "" : ",") + v.get<std::string>();
+        }
+      }
+      return out;
+    };
+    slurm["conf_server"] = slurm.value("controller_address", slurm.value("controller", std::string()));
+    const std::string gres = join(slurm.value("gres", nlohmann::json())), features = join(slurm.value("features", nlohmann::json()));
+    std::string conf;
+    if (!gres.empty()) conf += "Gres=" + gres + " ";
+    if (!features.empty()) conf += "Feature=" + features + " ";
+    if (slurm.contains("weight") && slurm["weight"].is_number_integer()) {
+      conf += "Weight=" + std::to_string(slurm["weight"].get<long long>()) + " ";
+    }
+    slurm["node_conf"] = conf + "State=DRAIN";
+    slurm["gres_list"] = gres;
+    slurm["feature_list"] = features;
+  }
+
   // Secret files the spec names on the operator's machine (the munge key,
   // the kubeadm token) are never copied into the settings: only their
   // SHA-256 is, as `<key>_sha256` beside the path, so plans compare a node's
@@ -350,6 +383,18 @@ class SpecBuilder {
       // a rack that only changes the Slurm weight must not repeat the
       // controller.
       require_merged(*scheduler, "slurm", {"controller"}, "/scheduler", at);
+      if (const auto* slurm = member(*scheduler, "slurm")) {
+        // Only dynamic nodes fetching their configuration from the
+        // controller are built so far; say so instead of half-working.
+        if (string_member(*slurm, "mode").value_or("dynamic") == "static") {
+          error(at("/scheduler/slurm/mode"), "scheduler.slurm.mode 'static' is not supported yet: use 'dynamic'");
+        }
+        if (auto it = slurm->find("configless"); it != slurm->end() && *it == false) {
+          error(at("/scheduler/slurm/configless"),
+                "scheduler.slurm.configless: false is not supported yet: dynamic nodes fetch slurm.conf from the "
+                "controller");
+        }
+      }
       require_merged(*scheduler, "kubernetes", {"api_endpoint", "token_file"}, "/scheduler", at);
     }
     if (const auto* monitoring = member(settings, "monitoring")) {

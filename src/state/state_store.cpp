@@ -112,6 +112,22 @@ CREATE TABLE events (
 );
 CREATE INDEX phase_results_latest ON phase_results (node, phase, run_id);
 )sql"},
+    Migration{3, R"sql(
+-- Acceptance checks (the acceptance phase of apply, verify). CHECK is an SQL
+-- keyword: the column is check_name.
+CREATE TABLE check_results (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  node TEXT NOT NULL,
+  check_name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pass', 'fail', 'skip')),
+  detail TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  recorded_at TEXT NOT NULL,
+  UNIQUE (run_id, node, check_name)
+);
+CREATE INDEX check_results_latest ON check_results (node, check_name, run_id);
+)sql"},
 };
 static_assert(kMigrations.back().version == StateStore::kSchemaVersion, "append a migration step for each version");
 
@@ -327,6 +343,12 @@ void to_json(nlohmann::json& out, const LockConflict& conflict) {
 
 void to_json(nlohmann::json& out, const EventRecord& event) {
   out = {{"id", event.id}, {"at", event.at}, {"who", event.who}, {"kind", event.kind}, {"detail", event.detail}};
+}
+
+void to_json(nlohmann::json& out, const CheckResult& result) {
+  out = {{"run_id", result.run_id},          {"node", result.node},     {"check", result.check},
+         {"status", result.status},          {"detail", result.detail}, {"seconds", result.seconds},
+         {"recorded_at", result.recorded_at}};
 }
 
 // ---------------------------------------------------------------------------
@@ -602,6 +624,43 @@ Result<void> StateStore::record_audit(const std::vector<AuditEntry>& entries) {
   return {};
 }
 
+Result<void> StateStore::record_checks(const std::vector<CheckResult>& results) {
+  if (results.empty()) return {};
+  auto done = in_transaction(db_, [&]() -> Result<void> {
+    auto upsert =
+        Statement::prepare(db_,
+                           "INSERT INTO check_results (run_id, node, check_name, status, detail, seconds, recorded_at) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (run_id, node, check_name) DO UPDATE SET "
+                           "status = excluded.status, detail = excluded.detail, seconds = excluded.seconds, "
+                           "recorded_at = excluded.recorded_at");
+    if (!upsert) return upsert.error();
+    for (const auto& result : results) {
+      if (result.node.empty() || result.check.empty()) return make_error("a check result needs a node and a check");
+      if (result.status != "pass" && result.status != "fail" && result.status != "skip") {
+        return make_error("check " + result.check + " on " + result.node + ": unknown status '" + result.status +
+                          "' (pass, fail or skip)");
+      }
+      upsert->reset();
+      upsert->bind(1, result.run_id).bind(2, result.node).bind(3, result.check).bind(4, result.status);
+      upsert->bind(5, result.detail).bind(6, result.seconds).bind(7, result.recorded_at);
+      if (auto ran = upsert->run(); !ran) return ran;
+    }
+    return {};
+  });
+  if (!done) {
+    // One node and run (the journal's case) is named; a mixed batch is counted.
+    bool one_node = true;
+    for (const auto& result : results) {
+      one_node = one_node && result.node == results.front().node && result.run_id == results.front().run_id;
+    }
+    return error(one_node ? "recording the acceptance checks of " + results.front().node + " in run " +
+                                std::to_string(results.front().run_id)
+                          : "recording " + std::to_string(results.size()) + " acceptance check results",
+                 done.error());
+  }
+  return {};
+}
+
 // ---------------------------------------------------------------------------
 // Queries.
 
@@ -768,6 +827,50 @@ Result<std::vector<AuditEntry>> StateStore::audit(int64_t run_id) {
                        select->int64(5), select->text(6)});
   }
   return entries;
+}
+
+namespace {
+
+constexpr const char* kCheckColumns = "run_id, node, check_name, status, detail, seconds, recorded_at";
+
+Result<std::vector<CheckResult>> read_checks(Statement& select) {
+  std::vector<CheckResult> results;
+  for (;;) {
+    auto row = select.step();
+    if (!row) return row.error();
+    if (!*row) break;
+    results.push_back({select.int64(0), select.text(1), select.text(2), select.text(3), select.text(4), select.real(5),
+                       select.text(6)});
+  }
+  return results;
+}
+
+}  // namespace
+
+Result<std::vector<CheckResult>> StateStore::checks_of_run(int64_t run_id) {
+  const std::string doing = "reading the acceptance checks of run " + std::to_string(run_id);
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kCheckColumns + " FROM check_results WHERE run_id = ?1 ORDER BY id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, run_id);
+  auto results = read_checks(*select);
+  if (!results) return error(doing, results.error());
+  return results;
+}
+
+Result<std::vector<CheckResult>> StateStore::latest_checks(const std::vector<std::string>& nodes) {
+  const std::string doing = "reading the latest acceptance checks";
+  // Newest = the largest run id that recorded that (node, check): run ids only grow.
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kCheckColumns +
+               " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY node, check_name ORDER BY run_id DESC) AS newest "
+               "FROM check_results WHERE ?1 = 0 OR node IN (SELECT value FROM json_each(?2))) "
+               "WHERE newest = 1 ORDER BY node, id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, !nodes.empty()).bind(2, json_list(nodes));
+  auto results = read_checks(*select);
+  if (!results) return error(doing, results.error());
+  return results;
 }
 
 Result<std::vector<EventRecord>> StateStore::events() {

@@ -82,6 +82,26 @@ TEST_F(CliSsh, UnreachableNodeIsNamedAndTheOthersAnswer) {
   EXPECT_NE(r.out.find("3 nodes: 2 answered, 1 unreachable"), std::string::npos) << r.out;
 }
 
+// verify runs the checks on live nodes (this machine has no GPU: the gpu
+// check fails with its reason), names the unreachable one, keeps the results.
+TEST_F(CliSsh, VerifyReportsEachCheckAndKeepsTheResults) {
+  std::string spec_text = read_file(write_spec(true, known_hosts_for_both()));
+  spec_text.replace(spec_text.find("defaults:\n"), 10,
+                    "defaults:\n  gpu: {expected_count: 8}\n  validation: {checks: [gpu]}\n");
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/spec.yaml", spec_text);
+  auto r = run_gpuexpand({"verify", dir + "/spec.yaml", "--state", dir + "/state.db"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("n1  FAIL  gpu ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("): no GPU found (nvidia-smi missing or failing)\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("down  UNREACHABLE: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 nodes: 0 passed, 2 failed, 1 unreachable"), std::string::npos) << r.out;
+  auto status = run_gpuexpand({"status", "--state", dir + "/state.db"});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("    FAIL gpu: no GPU found (nvidia-smi missing or failing)"), std::string::npos)
+      << status.out;
+}
+
 TEST_F(CliSsh, UnknownHostKeyIsRefusedUnlessAccepted) {
   const std::string dir = make_temp_dir();
   const std::string spec = write_spec(false, dir + "/known_hosts");

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
+#include "gpuexpand/state/state_store.hpp"
 
 namespace gpuexpand::testing {
 namespace {
@@ -41,13 +42,11 @@ TEST(Cli, UnknownOptionIsAnError) {
   EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
 }
 
-TEST(Cli, UnbuiltCommandsFailLoudly) {
-  for (const char* command : {"verify"}) {
-    auto r = run_gpuexpand({command, kLabSpec});
-    EXPECT_EQ(r.exit_code, 1) << command;
-    EXPECT_NE(r.err.find("not implemented yet"), std::string::npos) << command << ": " << r.err;
-    EXPECT_EQ(r.out, "") << command;
-  }
+TEST(Cli, VerifyRefusesAFaultDrillOnAnUnselectedNode) {
+  auto r = run_gpuexpand({"verify", kLabSpec, "--limit", "node-01", "--fault-drill", "node-02", "--state",
+                          make_temp_dir() + "/state.db"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuexpand: --fault-drill node-02: not one of the selected nodes\n");
 }
 
 TEST(Cli, StatusAndUnlockOnAFreshStore) {
@@ -64,6 +63,128 @@ TEST(Cli, StatusAndUnlockOnAFreshStore) {
   EXPECT_EQ(unlocked.out, "No locks held\n");
   auto json = run_gpuexpand({"status", "--state", state, "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(json.out), nlohmann::json::parse(R"({"runs": [], "latest": []})"));
+}
+
+// A store as apply and verify leave it: run 1 applied node-01 and node-02 (checks on both),
+// run 2 verified node-01 again. `with_checks` false: the same runs before acceptance existed.
+void seed_store(const std::string& state, bool with_checks) {
+  auto opened = StateStore::open(state);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  StateStore& store = **opened;
+  auto begin = [&](const std::string& command, std::vector<std::string> nodes, const std::string& at) -> int64_t {
+    RunRecord run;
+    run.command = command;
+    run.spec_file = "lab.yaml";
+    run.started_at = at;
+    run.holder = "root@elsewhere.invalid pid 1";
+    run.nodes = std::move(nodes);
+    auto begun = store.begin_run(run);
+    EXPECT_TRUE(begun.ok() && std::holds_alternative<int64_t>(*begun));
+    return begun.ok() && std::holds_alternative<int64_t>(*begun) ? std::get<int64_t>(*begun) : 0;
+  };
+  auto check = [](int64_t run, const char* node, const char* name, const char* status, const char* detail) {
+    return CheckResult{run, node, name, status, detail, 2.5, "2026-11-30T03:30:00Z"};
+  };
+  int64_t apply = begin("apply", {"node-01", "node-02"}, "2026-11-30T03:00:00Z");
+  for (const char* node : {"node-01", "node-02"}) {
+    PhaseResult base{apply, node, "os-init", PhaseStatus::Succeeded, 2, "t0", "t1", 4.0, "", ""};
+    ASSERT_TRUE(store.record_phase(base).ok());
+  }
+  if (with_checks) {
+    ASSERT_TRUE(store
+                    .record_checks({check(apply, "node-01", "scheduler", "pass", "node idle in partition gpu"),
+                                    check(apply, "node-01", "gpu", "fail", "7 GPUs, expected 8"),
+                                    check(apply, "node-01", "network", "skip", "no RDMA hardware (rdma.kind none)"),
+                                    check(apply, "node-01", "storage", "pass", "412 MB/s write")})
+                    .ok());
+    ASSERT_TRUE(store
+                    .record_checks({check(apply, "node-02", "scheduler", "pass", ""),
+                                    check(apply, "node-02", "gpu", "pass", "8 GPUs")})
+                    .ok());
+  }
+  ASSERT_TRUE(store.finish_run(apply, RunStatus::Failed, 3, "2026-11-30T03:40:00Z").ok());
+  int64_t verify = begin("verify", {"node-01"}, "2026-11-30T04:00:00Z");
+  if (with_checks) {
+    ASSERT_TRUE(store
+                    .record_checks({check(verify, "node-01", "gpu", "fail", "6 GPUs, expected 8"),
+                                    check(verify, "node-01", "monitoring", "pass", "")})
+                    .ok());
+  }
+  ASSERT_TRUE(store.finish_run(verify, RunStatus::Failed, 3, "2026-11-30T04:01:00Z").ok());
+}
+
+TEST(Cli, StatusWithoutChecksShowsNoAcceptance) {
+  const std::string state = make_temp_dir() + "/state.db";
+  seed_store(state, false);
+  auto status = run_gpuexpand({"status", "--state", state});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(status.out.find("Acceptance checks"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("\n  node-02  succeeded  "), std::string::npos) << status.out;
+  auto json = nlohmann::json::parse(run_gpuexpand({"status", "--state", state, "-o", "json"}).out);
+  EXPECT_FALSE(json.contains("checks")) << json.dump();
+  EXPECT_EQ(json["latest"].size(), 2u);
+  auto one = run_gpuexpand({"status", "--state", state, "--run", "1"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out,
+            "Run 1: apply lab.yaml, failed (exit 3), 2026-11-30T03:00:00Z .. 2026-11-30T03:40:00Z\n"
+            "  NODE     PHASE    STATUS     CHANGES  SECONDS  DETAIL\n"
+            "  node-01  os-init  succeeded  2        4.0      \n"
+            "  node-02  os-init  succeeded  2        4.0      \n"
+            "0 remote commands recorded\n");
+  auto one_json = nlohmann::json::parse(run_gpuexpand({"status", "--state", state, "--run", "1", "-o", "json"}).out);
+  EXPECT_FALSE(one_json.contains("checks")) << one_json.dump();
+}
+
+TEST(Cli, StatusShowsTheLatestAcceptanceChecksPerNode) {
+  const std::string state = make_temp_dir() + "/state.db";
+  seed_store(state, true);
+  auto status = run_gpuexpand({"status", "--state", state});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  ASSERT_NE(status.out.find("\nLatest state per node and phase:\n"), std::string::npos) << status.out;
+  // The newest run's result per check: node-01's gpu from run 2, the rest from run 1.
+  const std::string acceptance =
+      "\n\nAcceptance checks, latest per node:\n"
+      "  node-01  3 passed, 1 failed, 1 skipped (runs 1, 2)\n"
+      "    FAIL gpu: 6 GPUs, expected 8\n"
+      "    skip network: no RDMA hardware (rdma.kind none)\n"
+      "  node-02  2 passed, 0 failed, 0 skipped (run 1)\n";
+  ASSERT_GE(status.out.size(), acceptance.size());
+  EXPECT_EQ(status.out.substr(status.out.size() - acceptance.size()), acceptance) << status.out;
+
+  auto json = run_gpuexpand({"status", "--state", state, "-o", "json"});
+  EXPECT_EQ(json.exit_code, 0) << json.err;
+  auto doc = nlohmann::json::parse(json.out);
+  ASSERT_TRUE(doc.contains("checks")) << json.out;
+  EXPECT_EQ(doc["checks"].size(), 2u);
+  std::vector<std::string> node01;
+  for (const auto& c : doc["checks"]["node-01"]) {
+    node01.push_back(c["check"].get<std::string>() + "=" + c["status"].get<std::string>() + "@" +
+                     std::to_string(c["run_id"].get<int64_t>()));
+  }
+  EXPECT_EQ(node01, (std::vector<std::string>{"scheduler=pass@1", "network=skip@1", "storage=pass@1", "gpu=fail@2",
+                                              "monitoring=pass@2"}));
+  EXPECT_EQ(doc["checks"]["node-02"][1],
+            nlohmann::json::parse(R"({"run_id": 1, "node": "node-02", "check": "gpu", "status": "pass",
+                                      "detail": "8 GPUs", "seconds": 2.5, "recorded_at": "2026-11-30T03:30:00Z"})"));
+
+  auto one = run_gpuexpand({"status", "--state", state, "--run", "2"});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_EQ(one.out,
+            "Run 2: verify lab.yaml, failed (exit 3), 2026-11-30T04:00:00Z .. 2026-11-30T04:01:00Z\n"
+            "  NODE  PHASE  STATUS  CHANGES  SECONDS  DETAIL\n"
+            "Acceptance checks:\n"
+            "  NODE     CHECK       STATUS  SECONDS  DETAIL\n"
+            "  node-01  gpu         fail    2.5      6 GPUs, expected 8\n"
+            "  node-01  monitoring  pass    2.5      \n"
+            "0 remote commands recorded\n");
+  auto one_json = run_gpuexpand({"status", "--state", state, "--run", "1", "-o", "json"});
+  EXPECT_EQ(one_json.exit_code, 0) << one_json.err;
+  auto run_doc = nlohmann::json::parse(one_json.out);
+  ASSERT_EQ(run_doc["checks"].size(), 6u) << one_json.out;
+  EXPECT_EQ(run_doc["checks"][1]["check"], "gpu");
+  EXPECT_EQ(run_doc["checks"][1]["status"], "fail");
+  EXPECT_EQ(run_doc["checks"][1]["detail"], "7 GPUs, expected 8");
+  EXPECT_EQ(run_doc["checks"][5]["node"], "node-02");
 }
 
 TEST(Cli, ValidateExamples) {

@@ -94,7 +94,7 @@ check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 # config change fails, and the phase goes back to its checkpoint.
 before=$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")
 sed -e 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' \
-  -e 's/packages: \[chrony, rsync, jq\]/packages: [chrony, rsync, jq, no-such-package-gx]/' \
+  -e 's/packages: \[chrony, rsync, jq, iputils-ping\]/packages: [chrony, rsync, jq, iputils-ping, no-such-package-gx]/' \
   "$work/lab.yaml" >"$work/broken.yaml"
 out=$("$gx" apply "$work/broken.yaml" --limit node-03 --state "$state" 2>&1)
 rc=$?

@@ -44,6 +44,10 @@ GresTypes=gpu
 MaxNodeCount=256
 TreeWidth=65533
 ReturnToService=2
+# The lab's fault drill (gpuexpand verify --fault-drill) should take
+# seconds: a silent slurmd is NOT_RESPONDING after ~15 s, DOWN after ~28 s
+# (the default 300 s makes that ~110 s and ~400 s).
+SlurmdTimeout=10
 SlurmctldParameters=enable_configless
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF

@@ -79,7 +79,7 @@ TEST(StepActions, AptVersionResolutionPicksTheRevisionOfTheWantedVersion) {
 TEST(StepActions, ServiceHostnameLineSysctlMount) {
   ActionContext context;
   EXPECT_EQ(action_for(step("service", {{"name", "chrony"}, {"enabled", true}, {"state", "running"}}), context)->command,
-            "systemctl enable chrony -q && systemctl restart chrony");
+            "systemctl daemon-reload && systemctl enable chrony -q && systemctl restart chrony");
   EXPECT_EQ(action_for(step("hostname", {{"name", "gpu-node-001"}}), context)->command,
             "printf '%s\\n' gpu-node-001 > /etc/hostname && hostname gpu-node-001");
   EXPECT_EQ(action_for(step("sysctl", {{"values", {{"vm.swappiness", 1}}}}), context)->command,

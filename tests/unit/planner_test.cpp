@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <fstream>
 
 #include "gpuexpand/facts/facts_file.hpp"
@@ -316,7 +319,15 @@ TEST(Planner, NoFactsOrUnreachable) {
 // says (predicted), plan again: nothing is left. This is the property a
 // second `apply` relies on.
 TEST(Planner, RealPlaybooksConvergeToNoChanges) {
+  // The example's munge key (~/.gpuexpand-lab/munge.key) must be readable
+  // for its copy step to plan a digest rather than '?'.
+  const std::string home = "/tmp/gpx-planner-home-" + std::to_string(::getpid());
+  ASSERT_EQ(std::system(("mkdir -p " + home + "/.gpuexpand-lab && printf k > " + home + "/.gpuexpand-lab/munge.key").c_str()), 0);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  ::setenv("HOME", home.c_str(), 1);
   auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  ::setenv("HOME", saved_home.c_str(), 1);
   ASSERT_TRUE(loaded.spec);
   auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/lab-bare.json"),
                                testing::schema("facts-file"), testing::schema("facts"));
@@ -325,7 +336,7 @@ TEST(Planner, RealPlaybooksConvergeToNoChanges) {
   json node_facts = facts.value().at(node.name);
   NodePlan first = plan_node(*loaded.spec, node, testing::playbooks(), &node_facts);
   ASSERT_EQ(first.status, NodeStatus::Changes) << first.message;
-  EXPECT_EQ(first.phases.size(), 6u) << "every phase but acceptance has work on a bare node";
+  EXPECT_EQ(first.phases.size(), 7u) << "every phase has work on a bare node";
   for (const auto& phase : first.phases) {
     for (const auto& step : phase.steps) predict_facts_after(step, node_facts);
   }

@@ -42,7 +42,7 @@ TEST(PlaybookLoader, ValidStep) {
 TEST(PlaybookLoader, UnknownType) {
   EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostnme, name: x}\n"),
             "pb.yaml:4:19: steps[0].type: 'hostnme' is not one of hostname, timezone, file, copy, line, package, service, "
-            "sysctl, kernel_module, mount, directory, command, reboot (did you mean 'hostname'?)\n");
+            "sysctl, kernel_module, mount, directory, command, reboot, acceptance (did you mean 'hostname'?)\n");
 }
 
 TEST(PlaybookLoader, ParameterOfAnotherType) {

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "gpuexpand/exec/store_journal.hpp"
+
 namespace gpuexpand {
 namespace {
 
@@ -113,9 +115,29 @@ class StateStoreTest : public ::testing::Test {
     return result;
   }
 
+  static CheckResult check(int64_t run_id, std::string node, std::string name, std::string status,
+                           std::string detail = "") {
+    CheckResult result;
+    result.run_id = run_id;
+    result.node = std::move(node);
+    result.check = std::move(name);
+    result.status = std::move(status);
+    result.detail = std::move(detail);
+    result.seconds = 1.5;
+    result.recorded_at = "2026-11-30T03:30:00Z";
+    return result;
+  }
+
   std::string dir_;
   std::string path_;
 };
+
+// "run/node/check=status" for compact exact comparisons.
+std::vector<std::string> summary(const std::vector<CheckResult>& results) {
+  std::vector<std::string> out;
+  for (const auto& r : results) out.push_back(std::to_string(r.run_id) + "/" + r.node + "/" + r.check + "=" + r.status);
+  return out;
+}
 
 // "run/node/phase=status" for compact exact comparisons.
 std::vector<std::string> summary(const std::vector<PhaseResult>& results) {
@@ -156,14 +178,14 @@ TEST_F(StateStoreTest, OpenCreatesDirectoryWalAndCurrentSchema) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->path(), path_);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(StateStore::kSchemaVersion, 2);
+  EXPECT_EQ(StateStore::kSchemaVersion, 3);
   EXPECT_TRUE(fs::is_directory(dir_ + "/.gpuexpand"));
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
   EXPECT_EQ(sql(path_,
                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
-            "audit,checkpoints,events,locks,phase_results,run_nodes,runs");
+            "audit,check_results,checkpoints,events,locks,phase_results,run_nodes,runs");
 }
 
 TEST_F(StateStoreTest, RunLifecycle) {
@@ -499,6 +521,142 @@ TEST_F(StateStoreTest, AuditBatchesAreAllOrNothing) {
   EXPECT_EQ(sql(path_, "SELECT count(*) FROM audit"), "2");
 }
 
+TEST_F(StateStoreTest, CheckResultsUpsertOnRunNodeCheck) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  int64_t id = begin(*store, apply_run({"n1", "n2"}));
+  ASSERT_TRUE(store
+                  ->record_checks({check(id, "n1", "scheduler", "pass", "slurmd idle"),
+                                   check(id, "n1", "gpu", "fail", "7 GPUs, expected 8"),
+                                   check(id, "n1", "network", "skip", "no RDMA hardware (rdma.kind none)")})
+                  .ok());
+  ASSERT_TRUE(store->record_checks({check(id, "n2", "gpu", "pass")}).ok());
+  ASSERT_TRUE(store->record_checks({}).ok());
+  CheckResult again = check(id, "n1", "gpu", "pass", "8 GPUs");  // upsert: same place, new content
+  again.seconds = 2.25;
+  again.recorded_at = "2026-11-30T03:40:00Z";
+  ASSERT_TRUE(store->record_checks({again}).ok());
+
+  auto results = store->checks_of_run(id);
+  ASSERT_TRUE(results.ok()) << results.error().message;
+  EXPECT_EQ(summary(*results),
+            (std::vector<std::string>{"1/n1/scheduler=pass", "1/n1/gpu=pass", "1/n1/network=skip", "1/n2/gpu=pass"}));
+  const CheckResult& gpu = (*results)[1];
+  EXPECT_EQ(gpu.detail, "8 GPUs");
+  EXPECT_DOUBLE_EQ(gpu.seconds, 2.25);
+  EXPECT_EQ(gpu.recorded_at, "2026-11-30T03:40:00Z");
+  EXPECT_EQ((*results)[2].detail, "no RDMA hardware (rdma.kind none)");
+  EXPECT_DOUBLE_EQ((*results)[2].seconds, 1.5);
+  EXPECT_EQ((*results)[2].recorded_at, "2026-11-30T03:30:00Z");
+  EXPECT_EQ(sql(path_, "SELECT count(*) FROM check_results"), "4");
+
+  // A bad result refuses the whole batch.
+  auto bad_status = store->record_checks({check(id, "n2", "storage", "pass"), check(id, "n2", "monitoring", "ok")});
+  ASSERT_FALSE(bad_status.ok());
+  EXPECT_EQ(bad_status.error().message, "state store " + path_ +
+                                            ": recording the acceptance checks of n2 in run 1: check monitoring on "
+                                            "n2: unknown status 'ok' (pass, fail or skip)");
+  auto unnamed = store->record_checks({check(id, "n2", "", "pass")});
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_EQ(unnamed.error().message, "state store " + path_ +
+                                         ": recording the acceptance checks of n2 in run 1: a check result needs a "
+                                         "node and a check");
+  auto orphan = store->record_checks({check(id, "n1", "storage", "pass"), check(99, "n1", "storage", "pass")});
+  ASSERT_FALSE(orphan.ok());
+  EXPECT_EQ(orphan.error().message,
+            "state store " + path_ + ": recording 2 acceptance check results: FOREIGN KEY constraint failed");
+  EXPECT_EQ(sql(path_, "SELECT count(*) FROM check_results"), "4");
+  EXPECT_EQ(sql(path_, "SELECT count(*) FROM check_results WHERE check_name = 'storage'"), "0");
+
+  auto none = store->checks_of_run(99);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(StateStoreTest, LatestChecksPickTheNewestRun) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  int64_t first = begin(*store, apply_run({"n1", "n2"}));
+  ASSERT_TRUE(store
+                  ->record_checks({check(first, "n1", "gpu", "fail", "7 GPUs, expected 8"),
+                                   check(first, "n1", "network", "skip", "no RDMA")})
+                  .ok());
+  ASSERT_TRUE(store->record_checks({check(first, "n2", "gpu", "pass"), check(first, "n2", "storage", "fail")}).ok());
+  ASSERT_TRUE(store->finish_run(first, RunStatus::Failed, 3, "t1").ok());
+  RunRecord verify = apply_run({"n1"});
+  verify.command = "verify";
+  int64_t second = begin(*store, verify);
+  ASSERT_TRUE(store->record_checks({check(second, "n1", "gpu", "pass"), check(second, "n1", "storage", "pass")}).ok());
+
+  auto all = store->latest_checks({});
+  ASSERT_TRUE(all.ok()) << all.error().message;
+  EXPECT_EQ(summary(*all), (std::vector<std::string>{"1/n1/network=skip", "2/n1/gpu=pass", "2/n1/storage=pass",
+                                                     "1/n2/gpu=pass", "1/n2/storage=fail"}));
+  EXPECT_EQ((*all)[1].detail, "");
+  auto n2 = store->latest_checks({"n2", "n9"});
+  ASSERT_TRUE(n2.ok());
+  EXPECT_EQ(summary(*n2), (std::vector<std::string>{"1/n2/gpu=pass", "1/n2/storage=fail"}));
+  auto none = store->latest_checks({"n9"});
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  // The older result stays on record with its run.
+  EXPECT_EQ(summary(*store->checks_of_run(first)),
+            (std::vector<std::string>{"1/n1/gpu=fail", "1/n1/network=skip", "1/n2/gpu=pass", "1/n2/storage=fail"}));
+}
+
+// The console side of a StoreJournal: what it was handed on.
+class RecordingJournal final : public RunJournal {
+ public:
+  void phase_started(const std::string&, const std::string&) override {}
+  void phase_finished(const PhaseRecord&) override {}
+  void checkpoint_taken(const std::string&, const std::string&, const std::string&, const nlohmann::json&) override {}
+  void checkpoint_restored(const std::string&, const std::string&) override {}
+  void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
+    for (const auto& r : results) seen.push_back(node + ":" + r.check + "@" + std::to_string(r.run_id));
+  }
+  void node_finished(const std::string&, NodeResult, const std::string&) override {}
+  void batch_stopped(const std::string&) override {}
+  std::vector<std::string> seen;
+};
+
+TEST_F(StateStoreTest, StoreJournalRecordsChecksUnderItsRun) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  int64_t id = begin(*store, apply_run({"n1"}));
+  RecordingJournal console;
+  StoreJournal journal(*store, id, &console, [] { return std::string("2026-11-30T05:00:00Z"); });
+
+  CheckResult measured;  // run, node and time left to the journal
+  measured.check = "storage";
+  measured.status = "pass";
+  measured.detail = "412 MB/s write";
+  measured.seconds = 12.5;
+  CheckResult timed = check(0, "", "gpu", "fail", "7 GPUs, expected 8");  // its own recorded_at is kept
+  journal.audit({"n1", "nvidia-smi -L", 0, FailureKind::None, std::chrono::milliseconds(40)});
+  journal.checks_recorded("n1", {measured, timed});
+  EXPECT_TRUE(journal.errors().empty());
+  EXPECT_EQ(console.seen, (std::vector<std::string>{"n1:storage@1", "n1:gpu@1"}));
+  EXPECT_EQ(store->audit(id)->size(), 1u);  // flushed with the results
+
+  auto stored = store->checks_of_run(id);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ(json((*stored)[0]).dump(),
+            R"({"check":"storage","detail":"412 MB/s write","node":"n1","recorded_at":"2026-11-30T05:00:00Z",)"
+            R"("run_id":1,"seconds":12.5,"status":"pass"})");
+  EXPECT_EQ((*stored)[1].node, "n1");
+  EXPECT_EQ((*stored)[1].recorded_at, "2026-11-30T03:30:00Z");
+
+  // A store error is kept for the end of the run; the console still hears of the results.
+  journal.checks_recorded("n1", {check(0, "", "network", "maybe")});
+  ASSERT_EQ(journal.errors().size(), 1u);
+  EXPECT_EQ(journal.errors().front(), "state store " + path_ +
+                                          ": recording the acceptance checks of n1 in run 1: check network on n1: "
+                                          "unknown status 'maybe' (pass, fail or skip)");
+  EXPECT_EQ(console.seen.back(), "n1:network@1");
+  EXPECT_EQ(store->checks_of_run(id)->size(), 2u);
+}
+
 TEST_F(StateStoreTest, ReopenPersistsEverything) {
   {
     auto store = open();
@@ -508,6 +666,7 @@ TEST_F(StateStoreTest, ReopenPersistsEverything) {
     CheckpointRecord checkpoint{id, "n1", "base", "/var/lib/gpuexpand/cp/1", "t", json{{"k", 1}}, false};
     ASSERT_TRUE(store->record_checkpoint(checkpoint).ok());
     ASSERT_TRUE(store->record_audit({{id, "n1", "uname -r", 0, "ok", 3, "t"}}).ok());
+    ASSERT_TRUE(store->record_checks({check(id, "n1", "gpu", "pass", "8 GPUs")}).ok());
     ASSERT_TRUE(store->force_unlock({"n2"}, "root", "t2").ok());
   }
   auto store = open();
@@ -519,6 +678,7 @@ TEST_F(StateStoreTest, ReopenPersistsEverything) {
   EXPECT_EQ(summary(*store->phase_results(1)), (std::vector<std::string>{"1/n1/base=unchanged"}));
   EXPECT_EQ(store->checkpoints("n1")->front().manifest.dump(), R"({"k":1})");
   EXPECT_EQ(store->audit(1)->front().command, "uname -r");
+  EXPECT_EQ(store->latest_checks({"n1"})->front().detail, "8 GPUs");
   EXPECT_EQ(store->events()->size(), 1u);
   EXPECT_EQ(conflict(*store, apply_run({"n1"})).nodes, (std::vector<std::string>{"n1"}));
   EXPECT_EQ(begin(*store, apply_run({"n2"})), 2);
@@ -538,6 +698,9 @@ TEST_F(StateStoreTest, JsonForStatus) {
   AuditEntry entry{5, "n1", "true", 0, "ok", 2, "t"};
   EXPECT_EQ(json(entry).dump(),
             R"({"at":"t","command":"true","duration_ms":2,"exit_code":0,"failure":"ok","node":"n1","run_id":5})");
+  EXPECT_EQ(json(check(5, "n1", "gpu", "fail", "7 GPUs, expected 8")).dump(),
+            R"({"check":"gpu","detail":"7 GPUs, expected 8","node":"n1","recorded_at":"2026-11-30T03:30:00Z",)"
+            R"("run_id":5,"seconds":1.5,"status":"fail"})");
 }
 
 // ---------------------------------------------------------------------------
@@ -583,11 +746,13 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
 
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 2);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(sql(path_, "SELECT name FROM sqlite_master WHERE name IN ('events', 'phase_results_latest') ORDER BY name"),
-            "events\nphase_results_latest");
+  EXPECT_EQ(sql(path_,
+                "SELECT name FROM sqlite_master WHERE name IN ('events', 'phase_results_latest', 'check_results', "
+                "'check_results_latest') ORDER BY name"),
+            "check_results\ncheck_results_latest\nevents\nphase_results_latest");
   auto run = store->run(1);
   ASSERT_TRUE(run.ok() && run->has_value());
   EXPECT_EQ((*run)->holder, "old@elsewhere.invalid pid 5");
@@ -598,12 +763,50 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
   EXPECT_EQ(store->events()->size(), 1u);
 }
 
+// Version 2's step exactly as released: applied on top of kSchemaV1, a store written by that gpuexpand.
+constexpr const char* kSchemaV2Step = R"sql(
+CREATE TABLE events (id INTEGER PRIMARY KEY, at TEXT NOT NULL, who TEXT NOT NULL, kind TEXT NOT NULL,
+  detail TEXT NOT NULL);
+CREATE INDEX phase_results_latest ON phase_results (node, phase, run_id);
+PRAGMA user_version = 2;
+)sql";
+
+TEST_F(StateStoreTest, MigratesAVersion2Store) {
+  fs::create_directories(dir_ + "/.gpuexpand");
+  sql(path_, kSchemaV1);
+  sql(path_, kSchemaV2Step);
+  sql(path_,
+      "INSERT INTO runs VALUES (1, 'apply', 'c.yaml', 's', '', '2026-01-01T00:00:00Z', '2026-01-01T00:10:00Z', "
+      "'failed', 3, 'old@elsewhere.invalid pid 5');"
+      "INSERT INTO run_nodes VALUES (1, 0, 'n1');"
+      "INSERT INTO phase_results VALUES (1, 1, 'n1', 'base', 'succeeded', 2, 'a', 'b', 1.5, '', '');"
+      "INSERT INTO events VALUES (1, 't', 'root', 'force-unlock', '{\"nodes\":[],\"released\":[]}');");
+  ASSERT_EQ(sql(path_, "PRAGMA user_version"), "2");
+
+  auto store = open();
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->schema_version(), 3);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sql(path_, "SELECT name FROM sqlite_master WHERE name LIKE 'check_results%' ORDER BY name"),
+            "check_results\ncheck_results_latest");
+  // What version 2 wrote is all there.
+  EXPECT_EQ((*store->run(1))->status, RunStatus::Failed);
+  EXPECT_EQ(summary(*store->latest_phase_results({"n1"})), (std::vector<std::string>{"1/n1/base=succeeded"}));
+  EXPECT_EQ(store->events()->front().detail.dump(), R"({"nodes":[],"released":[]})");
+  // And checks can be recorded against an old run.
+  EXPECT_TRUE(store->latest_checks({})->empty());
+  ASSERT_TRUE(store->record_checks({check(1, "n1", "gpu", "pass")}).ok());
+  EXPECT_EQ(summary(*store->latest_checks({})), (std::vector<std::string>{"1/n1/gpu=pass"}));
+  EXPECT_EQ(sql(path_, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(sql(path_, "PRAGMA foreign_key_check"), "");
+}
+
 TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
   fs::create_directories(dir_ + "/.gpuexpand");
   std::ofstream(path_).close();
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "2");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
 }
 
 TEST_F(StateStoreTest, RefusesANewerSchema) {
@@ -613,7 +816,7 @@ TEST_F(StateStoreTest, RefusesANewerSchema) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(
       store.error().message,
-      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (2); upgrade gpuexpand");
+      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (3); upgrade gpuexpand");
   // Left exactly as it was.
   EXPECT_EQ(sql(path_, "PRAGMA user_version"), "7");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "delete");
@@ -631,7 +834,7 @@ TEST_F(StateStoreTest, RefusesAFileThatIsNotADatabase) {
 // Kill safety: a controller SIGKILLed at any moment leaves a consistent store.
 
 // The child: a controller's writes as fast as it can, until killed. Each run
-// has 3 nodes, 3 phases, 3 checkpoints and 3 audit batches of 10 commands.
+// has 3 nodes, 3 phases, 3 checkpoints, 3 audit batches of 10 commands and a batch of 3 check results.
 [[noreturn]] void write_until_killed(const std::string& path, int child) {
   auto opened = StateStore::open(path);
   if (!opened.ok()) _exit(10);
@@ -660,6 +863,11 @@ TEST_F(StateStoreTest, RefusesAFileThatIsNotADatabase) {
       if (!store.record_audit(batch).ok()) _exit(13);
       if (!store.record_checkpoint({id, prefix + "a", name, "/cp", "t", json{{"n", 1}}, false}).ok()) _exit(14);
     }
+    std::vector<CheckResult> checks;
+    for (const char* name : {"scheduler", "gpu", "network"}) {
+      checks.push_back({id, prefix + "a", name, "pass", "d-" + std::to_string(id), 0.5, "t"});
+    }
+    if (!store.record_checks(checks).ok()) _exit(16);
     if (!store.finish_run(id, RunStatus::Succeeded, 0, "f").ok()) _exit(15);
   }
 }
@@ -700,6 +908,10 @@ TEST_F(StateStoreTest, SigkillAtAnyMomentLeavesAConsistentStore) {
                 "message != 'm-' || run_id || '-' || phase"),
             "0");
   EXPECT_EQ(sql(path_, "SELECT count(*) FROM checkpoints WHERE manifest != '{\"n\":1}' OR remote_path != '/cp'"), "0");
+  // A node's check results: all 3 or none, complete.
+  EXPECT_EQ(sql(path_, "SELECT count(*) FROM (SELECT run_id FROM check_results GROUP BY run_id HAVING count(*) != 3)"),
+            "0");
+  EXPECT_EQ(sql(path_, "SELECT count(*) FROM check_results WHERE detail != 'd-' || run_id OR seconds != 0.5"), "0");
   // A run and its nodes and locks were written together; finishing released the locks together.
   EXPECT_EQ(
       sql(path_, "SELECT count(*) FROM runs r WHERE (SELECT count(*) FROM run_nodes n WHERE n.run_id = r.id) != 3"),

@@ -15,6 +15,7 @@
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/transport/runner.hpp"
 
 namespace gpuexpand {
@@ -42,6 +43,9 @@ class RunJournal {
   virtual void checkpoint_taken(const std::string& node, const std::string& phase, const std::string& remote_path,
                                 const nlohmann::json& manifest) = 0;
   virtual void checkpoint_restored(const std::string& node, const std::string& phase) = 0;
+  // Acceptance check results of one node (the acceptance phase, `verify`), in the order they ran.
+  // run_id and recorded_at may be left unset: the state store journal fills them.
+  virtual void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) = 0;
   virtual void node_finished(const std::string& node, NodeResult result, const std::string& message) = 0;
   virtual void batch_stopped(const std::string& reason) = 0;
 };
@@ -61,8 +65,14 @@ struct NodeReport {
   std::string message;
 };
 
+struct AcceptedNode {
+  std::string node;
+  nlohmann::json settings;  // the acceptance settings it passed with
+};
+
 struct ExecutionReport {
   std::vector<NodeReport> nodes;
+  std::vector<AcceptedNode> accepted;  // passed acceptance in this run, in the order they passed
   std::string stop_reason;  // set when max-fail or an all-failed batch stopped new batches
   bool interrupted = false;
   size_t count(NodeResult result) const;

@@ -1,8 +1,8 @@
 #pragma once
 // The executor's journal written to the state store, in step with the
-// console: each phase start/end, checkpoint and restore is one transaction,
-// so a controller killed at any moment leaves a consistent record that the
-// next `apply` resumes from.
+// console: each phase start/end, checkpoint, restore and node's batch of
+// acceptance check results is one transaction, so a controller killed at any
+// moment leaves a consistent record that the next `apply` resumes from.
 
 #include <string>
 #include <vector>
@@ -22,6 +22,8 @@ class StoreJournal final : public RunJournal {
   void checkpoint_taken(const std::string& node, const std::string& phase, const std::string& remote_path,
                         const nlohmann::json& manifest) override;
   void checkpoint_restored(const std::string& node, const std::string& phase) override;
+  // Files every result under this run and `node`; an empty recorded_at becomes now.
+  void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override;
   void node_finished(const std::string& node, NodeResult result, const std::string& message) override;
   void batch_stopped(const std::string& reason) override;
 

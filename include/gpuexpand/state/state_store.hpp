@@ -78,6 +78,18 @@ struct LockConflict {
   bool holder_alive = true;        // false: same host and the pid is gone
 };
 
+// One acceptance check on one node in one run (`check_results`): written by the
+// acceptance phase of `apply` and by `verify`, shown by `status`.
+struct CheckResult {
+  int64_t run_id = 0;
+  std::string node;
+  std::string check;   // "scheduler", "gpu", "network", "storage", "monitoring", "multinode", "fault-drill"
+  std::string status;  // "pass", "fail" or "skip"
+  std::string detail;  // why it failed / was skipped, or what was measured ("412 MB/s write")
+  double seconds = 0;
+  std::string recorded_at;  // RFC 3339 UTC, set by the caller
+};
+
 // One line of the `events` table: acts on the store itself (unlock --force).
 struct EventRecord {
   int64_t id = 0;
@@ -104,16 +116,18 @@ void to_json(nlohmann::json& out, const CheckpointRecord& checkpoint);
 void to_json(nlohmann::json& out, const AuditEntry& entry);
 void to_json(nlohmann::json& out, const LockConflict& conflict);
 void to_json(nlohmann::json& out, const EventRecord& event);
+void to_json(nlohmann::json& out, const CheckResult& result);
 
 class StateStore {
  public:
   // v1: runs, run_nodes, phase_results, checkpoints, audit, locks. v2: events, status indexes.
-  static constexpr int kSchemaVersion = 2;
+  // v3: check_results (acceptance checks).
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating the file and parent directories), sets WAL, busy_timeout 5000, foreign keys,
   // and migrates the schema to the current version inside one transaction per step.
   // A database with a NEWER schema version is refused:
-  // "state store PATH: schema version 7 is newer than this gpuexpand understands (2); upgrade gpuexpand".
+  // "state store PATH: schema version 7 is newer than this gpuexpand understands (3); upgrade gpuexpand".
   static Result<std::unique_ptr<StateStore>> open(const std::string& path);
   ~StateStore();
   StateStore(const StateStore&) = delete;
@@ -134,6 +148,10 @@ class StateStore {
   // Error when there is no such checkpoint.
   Result<void> mark_checkpoint_restored(int64_t run_id, const std::string& node, const std::string& phase);
   Result<void> record_audit(const std::vector<AuditEntry>& entries);  // one transaction for the batch
+  // Acceptance check results, one transaction for the batch (all or nothing): upsert on
+  // (run_id, node, check), a re-recorded check keeps its place in the order. A status other than
+  // "pass", "fail" or "skip", or an empty node or check name, refuses the whole batch.
+  Result<void> record_checks(const std::vector<CheckResult>& results);
   // unlock --force: releases every lock (or those of the given nodes), marks a run Interrupted when
   // it is still Running and no longer holds any lock, and records the act in `events` (even when
   // nothing was held). Returns what was released, one entry per run.
@@ -150,6 +168,10 @@ class StateStore {
   // Checkpoints of a node, newest first (newest run, then last taken), for `rollback --to`.
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& node);
   Result<std::vector<AuditEntry>> audit(int64_t run_id);  // in the order recorded
+  Result<std::vector<CheckResult>> checks_of_run(int64_t run_id);  // in the order first recorded
+  // For each (node, check) the result of the newest run that recorded it. Ordered by node, then by
+  // when the row was first recorded (the order the checks ran in).
+  Result<std::vector<CheckResult>> latest_checks(const std::vector<std::string>& nodes /* empty: all */);
   // Runs left "running" whose controller is gone (holder_alive() is false), newest first:
   // for resume messages. A live run, this process's included, is not listed.
   Result<std::vector<RunRecord>> interrupted_runs();

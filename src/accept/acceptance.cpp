@@ -1,0 +1,512 @@
+#include "gpuexpand/accept/acceptance.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "gpuexpand/util/shell_quote.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+std::string q(const std::string& s) { return shell_quote(s); }
+
+const json& member(const json& object, const char* key) {
+  static const json null;
+  if (!object.is_object()) return null;
+  auto it = object.find(key);
+  return it == object.end() ? null : *it;
+}
+
+std::string text(const json& object, const char* key, const std::string& fallback = "") {
+  const json& v = member(object, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
+long number(const json& object, const char* key, long fallback) {
+  const json& v = member(object, key);
+  return v.is_number_integer() ? v.get<long>() : fallback;
+}
+
+bool wants(const json& settings, const std::string& check) {
+  const json& checks = member(settings, "checks");
+  return checks.is_array() && std::find(checks.begin(), checks.end(), json(check)) != checks.end();
+}
+
+std::vector<std::string> strings(const json& list) {
+  std::vector<std::string> out;
+  if (list.is_array()) {
+    for (const auto& v : list) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+CheckResult result(const std::string& check, const std::string& status, const std::string& detail) {
+  CheckResult r;
+  r.check = check;
+  r.status = status;
+  r.detail = detail;
+  return r;
+}
+
+// The first IPv4 address of interface `name` in a facts document.
+std::string ipv4_of(const json& facts, const std::string& name) {
+  for (const auto& i : member(member(facts, "network"), "interfaces")) {
+    if (text(i, "name") != name) continue;
+    for (const auto& a : member(i, "addresses")) {
+      const std::string address = a.is_string() ? a.get<std::string>() : "";
+      if (address.find('.') != std::string::npos) return address.substr(0, address.find('/'));
+    }
+  }
+  return "";
+}
+
+CheckResult gpu_check(const json& expected, const json& facts) {
+  if (!expected.is_object()) return result("gpu", "skip", "no GPUs in the spec");
+  const json& gpus = member(facts, "gpus");
+  const long count = number(gpus, "count", 0);
+  const long wanted_count = number(expected, "expected_count", -1);
+  std::vector<std::string> problems;
+  if (!gpus.is_object() || (count == 0 && wanted_count != 0)) {
+    return result("gpu", "fail", "no GPU found (nvidia-smi missing or failing)");
+  }
+  if (wanted_count >= 0 && count != wanted_count) {
+    problems.push_back(std::to_string(count) + " GPUs, expected " + std::to_string(wanted_count));
+  }
+  const std::string model = text(gpus, "model");
+  const std::string wanted_model = text(expected, "expected_model");
+  if (member(gpus, "models").is_array() && member(gpus, "models").size() > 1) {
+    problems.push_back("mixed models: " + member(gpus, "models").dump());
+  } else if (!wanted_model.empty() && model != wanted_model) {
+    problems.push_back("model '" + model + "', expected '" + wanted_model + "'");
+  }
+  const std::string driver = text(gpus, "driver_version");
+  const std::string wanted_driver = text(expected, "driver_version");
+  if (!wanted_driver.empty() && driver != wanted_driver) {
+    problems.push_back("driver " + (driver.empty() ? std::string("unknown") : driver) + ", expected " + wanted_driver);
+  }
+  if (member(expected, "persistence_mode") == json(true) && member(gpus, "persistence_mode") != json(true)) {
+    problems.push_back("persistence mode is off");
+  }
+  const long max_ecc = number(expected, "max_ecc_errors", 0);
+  size_t position = 0;
+  for (const auto& device : member(gpus, "devices")) {
+    const json& ecc = member(device, "ecc_uncorrected_volatile");
+    const json& index = member(device, "index");
+    const std::string which = index.is_number_integer() ? index.dump() : std::to_string(position);
+    ++position;
+    if (ecc.is_number_integer() && ecc.get<long>() > max_ecc) {
+      problems.push_back("GPU " + which + ": " + ecc.dump() +
+                         " uncorrected ECC errors (at most " + std::to_string(max_ecc) + ")");
+    }
+  }
+  if (!problems.empty()) {
+    std::string detail;
+    for (const auto& p : problems) detail += (detail.empty() ? "" : "; ") + p;
+    return result("gpu", "fail", detail);
+  }
+  return result("gpu", "pass", std::to_string(count) + " x " + model + ", driver " + driver);
+}
+
+CheckResult interface_check(const json& settings, const json& facts) {
+  std::vector<std::string> problems, good;
+  for (const auto& wanted : member(settings, "interfaces")) {
+    const std::string name = text(wanted, "name");
+    const json* found = nullptr;
+    for (const auto& i : member(member(facts, "network"), "interfaces")) {
+      if (text(i, "name") == name) found = &i;
+    }
+    if (!found) {
+      problems.push_back(name + " is missing");
+      continue;
+    }
+    if (text(*found, "state") != "up") problems.push_back(name + " is " + text(*found, "state", "not up"));
+    const long mtu = number(*found, "mtu", 0), wanted_mtu = number(wanted, "mtu", 0);
+    if (wanted_mtu > 0 && mtu != wanted_mtu) {
+      problems.push_back(name + " MTU " + std::to_string(mtu) + ", expected " + std::to_string(wanted_mtu));
+    } else {
+      good.push_back(name + " up, MTU " + std::to_string(mtu));
+    }
+  }
+  std::string detail;
+  for (const auto& p : problems.empty() ? good : problems) detail += (detail.empty() ? "" : "; ") + p;
+  return result("network", problems.empty() ? "pass" : "fail", detail);
+}
+
+void merge_into(CheckResult& into, const CheckResult& from) {
+  auto rank = [](const std::string& status) { return status == "fail" ? 2 : status == "pass" ? 1 : 0; };
+  if (rank(from.status) > rank(into.status)) into.status = from.status;
+  if (!from.detail.empty()) into.detail += (into.detail.empty() ? "" : "; ") + from.detail;
+  into.seconds += from.seconds;
+}
+
+}  // namespace
+
+std::string acceptance_reservation(const std::string& node) { return "gpuexpand-accept-" + node; }
+
+json acceptance_settings(const json& vars) {
+  const std::string node = text(member(vars, "node"), "name");
+  json settings = {{"node", node}};
+  const json& validation = member(vars, "validation");
+  settings["job_timeout"] = number(validation, "job_timeout", 120);
+
+  const json& gpu = member(vars, "gpu");
+  if (gpu.is_object() && (gpu.contains("expected_count") || gpu.contains("driver_version"))) {
+    json expected = json::object();
+    for (const char* key : {"expected_count", "expected_model", "driver_version", "persistence_mode"}) {
+      if (gpu.contains(key)) expected[key] = gpu[key];
+    }
+    expected["max_ecc_errors"] = number(validation, "max_ecc_errors", 0);
+    settings["gpu"] = expected;
+  } else {
+    settings["gpu"] = nullptr;
+  }
+
+  const json& scheduler = member(vars, "scheduler");
+  const std::string kind = text(scheduler, "kind", "none");
+  settings["scheduler_kind"] = kind;
+  if (kind == "slurm") {
+    const json& slurm = member(scheduler, "slurm");
+    settings["slurm"] = {{"reservation", acceptance_reservation(node)},
+                         {"features", strings(member(slurm, "features"))},
+                         {"gres", strings(member(slurm, "gres"))}};
+  } else {
+    settings["slurm"] = nullptr;
+  }
+
+  const json& network = member(vars, "network");
+  settings["interfaces"] = json::array();
+  for (const auto& i : member(network, "compute_interfaces")) {
+    json entry = {{"name", text(i, "name")}};
+    if (member(i, "mtu").is_number_integer()) entry["mtu"] = i["mtu"];
+    settings["interfaces"].push_back(entry);
+  }
+  settings["rdma"] = text(member(network, "rdma"), "kind", "none");
+
+  settings["mounts"] = json::array();
+  const json& storage = member(vars, "storage");
+  if (storage.is_array()) {
+    for (const auto& m : storage) {
+      settings["mounts"].push_back({{"name", text(m, "name")},
+                                    {"mountpoint", text(m, "mountpoint")},
+                                    {"min_mbps", number(m, "min_throughput_mbps", 0)}});
+    }
+  }
+
+  settings["exporters"] = json::array();
+  const json& monitoring = member(vars, "monitoring");
+  const json& node_exporter = member(monitoring, "node_exporter");
+  if (member(node_exporter, "enabled") == json(true)) {
+    settings["exporters"].push_back(
+        {{"name", "node_exporter"}, {"port", number(node_exporter, "port", 9100)}, {"metric", "node_cpu_seconds_total"}});
+  }
+  const json& gpu_exporter = member(monitoring, "gpu_exporter");
+  if (member(gpu_exporter, "enabled") == json(true) && number(gpu, "expected_count", 0) > 0) {
+    settings["exporters"].push_back(
+        {{"name", "gpu_exporter"}, {"port", number(gpu_exporter, "port", 9400)}, {"metric", "DCGM_FI_DEV_GPU_UTIL"}});
+  }
+
+  // The spec's list, or every check that has something to look at.
+  json checks = json::array();
+  if (member(validation, "checks").is_array()) {
+    checks = validation["checks"];
+  } else {
+    if (kind != "none") checks.push_back("scheduler");
+    if (settings["gpu"].is_object()) checks.push_back("gpu");
+    if (!settings["interfaces"].empty()) checks.push_back("network");
+    if (!settings["mounts"].empty()) checks.push_back("storage");
+    if (!settings["exporters"].empty()) checks.push_back("monitoring");
+    if (kind == "slurm") checks.push_back("multinode");
+  }
+  settings["checks"] = checks;
+  return settings;
+}
+
+std::string acceptance_record(const json& settings) {
+  return "{\"gpuexpand\": \"acceptance passed with these settings\",\n \"settings\": " + settings.dump() + "}\n";
+}
+
+std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
+  std::vector<CheckResult> out;
+  if (wants(settings, "gpu")) out.push_back(gpu_check(member(settings, "gpu"), facts));
+  if (wants(settings, "network")) {
+    if (!member(settings, "interfaces").empty()) out.push_back(interface_check(settings, facts));
+    const std::string rdma = text(settings, "rdma", "none");
+    if (rdma == "none") {
+      out.push_back(result("network", "skip", "ib_write_bw/NCCL tests: no RDMA fabric (network.rdma.kind none)"));
+    } else if (member(member(facts, "network"), "rdma").empty()) {
+      out.push_back(result("network", "fail", "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
+    } else {
+      out.push_back(result("network", "skip", "ib_write_bw/NCCL tests between nodes are not run yet"));
+    }
+  }
+  if (wants(settings, "scheduler") && !member(settings, "slurm").is_object()) {
+    const std::string kind = text(settings, "scheduler_kind", "none");
+    out.push_back(result("scheduler", "skip",
+                         kind == "kubernetes" ? "Kubernetes: no test pod is scheduled by gpuexpand yet"
+                                              : "no scheduler in the spec"));
+  }
+  return out;
+}
+
+PingPeers ping_peers(const json& settings, const std::vector<const json*>& others) {
+  PingPeers peers;
+  for (const auto& i : member(settings, "interfaces")) {
+    const std::string name = text(i, "name");
+    for (const json* other : others) {
+      if (!other) continue;
+      if (std::string address = ipv4_of(*other, name); !address.empty()) {
+        peers[name] = address;
+        break;
+      }
+    }
+  }
+  return peers;
+}
+
+std::string acceptance_script(const json& settings, const PingPeers& peers, AcceptanceMode mode) {
+  const std::string node = text(settings, "node");
+  const long job_timeout = number(settings, "job_timeout", 120);
+  std::string s;
+  s += "# gpuexpand acceptance checks\n";
+  s += "export LC_ALL=C\n";
+  s += "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+  s += "now() { date +%s%N; }\n";
+  // res CHECK STATUS START DETAIL: one result line, detail on one line.
+  s += "res() { printf '@@check %s %s %s %s\\n' \"$1\" \"$2\" \"$(awk -v a=\"$3\" -v b=\"$(now)\" "
+       "'BEGIN{printf \"%.2f\", (b-a)/1e9}')\" \"$(printf '%s' \"$4\" | tr '\\n\\t' '  ' | cut -c1-400)\"; }\n";
+  s += "N=" + q(node) + "\n";
+
+  const json& slurm = member(settings, "slurm");
+  if (wants(settings, "scheduler") && slurm.is_object()) {
+    s += "R=" + q(text(slurm, "reservation")) + "\n";
+    s += "sched() {\n";
+    s += "  t=$(now)\n";
+    s += "  line=$(timeout 15 scontrol show node \"$N\" -o 2>&1)\n";
+    s += "  case \"$line\" in NodeName=*) ;; *) res scheduler fail \"$t\" \"not registered with the controller: $line\"; "
+         "return;; esac\n";
+    s += "  f() { printf '%s\\n' \"$line\" | tr ' ' '\\n' | sed -n \"s/^$1=//p\" | head -n 1; }\n";
+    if (mode == AcceptanceMode::Apply) {
+      // A node gpuexpand drained after a failed acceptance gets another
+      // chance; the reservation still keeps user jobs off it.
+      s += "  case \"$(f State)\" in *DRAIN*) if printf '%s' \"$line\" | grep -q ' Reason=gpuexpand acceptance'; then\n";
+      s += "    scontrol update nodename=\"$N\" state=resume >/dev/null 2>&1; sleep 2;"
+           " line=$(timeout 15 scontrol show node \"$N\" -o 2>&1); fi;; esac\n";
+    }
+    s += "  state=$(f State); feats=$(f AvailableFeatures); gres=$(f Gres)\n";
+    s += "  case \"$state\" in *DRAIN*|*DOWN*|*FAIL*|*INVAL*|*NOT_RESPONDING*|*FUTURE*) res scheduler fail \"$t\" "
+         "\"state $state$(printf '%s' \"$line\" | sed -n 's/.* Reason=/, reason: /p')\"; return;; esac\n";
+    s += "  missing=\n";
+    for (const auto& feature : strings(member(slurm, "features"))) {
+      s += "  case \",$feats,\" in *," + q(feature) + ",*) ;; *) missing=\"$missing feature \"" + q(feature) + ";; esac\n";
+    }
+    for (const auto& gres : strings(member(slurm, "gres"))) {
+      s += "  case \",$gres,\" in *," + q(gres) + ",*|*," + q(gres) + "\\(*) ;; *) missing=\"$missing GRES \"" + q(gres) +
+           ";; esac\n";
+    }
+    s += "  [ -z \"$missing\" ] || { res scheduler fail \"$t\" \"missing$missing (the controller has Features=$feats "
+         "Gres=$gres)\"; return; }\n";
+    s += "  r=; scontrol show reservation \"$R\" >/dev/null 2>&1 && r=\"--reservation=$R\"\n";
+    s += "  out=$(timeout " + std::to_string(job_timeout) +
+         " srun $r -w \"$N\" -N 1 -n 1 -t 2 -J gpuexpand-acceptance hostname 2>&1); rc=$?\n";
+    s += "  if [ $rc -eq 0 ] && [ \"$out\" = \"$N\" ]; then res scheduler pass \"$t\" \"state $state, features $feats, "
+         "GRES $gres; a test job ran on $N${r:+ in reservation $R}\"\n";
+    s += "  elif [ $rc -eq 124 ]; then res scheduler fail \"$t\" \"the test job did not run within " +
+         std::to_string(job_timeout) + " s\"\n";
+    s += "  else res scheduler fail \"$t\" \"the test job failed (exit $rc): $out\"; fi\n";
+    s += "}\nsched\n";
+  }
+
+  if (wants(settings, "network")) {
+    for (const auto& i : member(settings, "interfaces")) {
+      const std::string name = text(i, "name");
+      const long mtu = number(i, "mtu", 1500);
+      const std::string size = std::to_string(mtu - 28);  // IPv4 + ICMP headers
+      auto peer = peers.find(name);
+      s += "t=$(now)\n";
+      if (peer == peers.end()) {
+        s += "res network skip \"$t\" " + q(name + ": no other node of this run has an IPv4 address on " + name +
+                                             " to ping") + "\n";
+        continue;
+      }
+      const std::string what = name + ": " + std::to_string(mtu) + "-byte packets ";
+      s += "if ! command -v ping >/dev/null 2>&1; then res network fail \"$t\" 'ping is not installed (iputils-ping)'\n";
+      s += "elif ping -M do -s " + size + " -c 2 -W 2 -I " + q(name) + " " + q(peer->second) +
+           " >/dev/null 2>&1; then res network pass \"$t\" " + q(what + "reach " + peer->second + " unfragmented") + "\n";
+      s += "else res network fail \"$t\" " +
+           q(what + "do not reach " + peer->second + " (ping -M do -s " + size + ")") + "; fi\n";
+    }
+  }
+
+  if (wants(settings, "storage")) {
+    for (const auto& m : member(settings, "mounts")) {
+      const std::string mp = text(m, "mountpoint");
+      const long min = number(m, "min_mbps", 0);
+      const std::string qmp = q(mp);
+      s += "t=$(now); f=" + q(mp + "/.gpuexpand-acceptance-" + node) + "\n";
+      s += "if ! mountpoint -q " + qmp + "; then res storage fail \"$t\" " + q(mp + " is not mounted") + "\n";
+      s += "elif s=$(now) && dd if=/dev/zero of=\"$f\" bs=1M count=32 conv=fsync 2>/dev/null; then e=$(now); rm -f "
+           "\"$f\"\n";
+      // 32 MiB = 33.554432 MB
+      s += "  mbps=$(awk -v a=\"$s\" -v b=\"$e\" 'BEGIN{d=(b-a)/1e9; if (d<=0) d=1e-9; printf \"%d\", 33.554432/d}')\n";
+      s += "  if [ \"$mbps\" -lt " + std::to_string(min) + " ]; then res storage fail \"$t\" " + q(mp + ": ") +
+           "\"$mbps MB/s write, below the minimum " + std::to_string(min) + " MB/s\"\n";
+      s += "  else res storage pass \"$t\" " + q(mp + ": writable, ") + "\"$mbps MB/s write\"; fi\n";
+      s += "else rm -f \"$f\"; res storage fail \"$t\" " + q(mp + " is not writable") + "; fi\n";
+    }
+  }
+
+  if (wants(settings, "monitoring")) {
+    s += "scrape() {\n";
+    s += "  if command -v curl >/dev/null 2>&1; then curl -fsS --max-time 10 \"http://127.0.0.1:$1/metrics\"\n";
+    s += "  elif command -v wget >/dev/null 2>&1; then wget -q -T 10 -O - \"http://127.0.0.1:$1/metrics\"\n";
+    s += "  else timeout 10 bash -c 'exec 3<>\"/dev/tcp/127.0.0.1/$0\" && printf \"GET /metrics HTTP/1.0\\r\\n\\r\\n\" >&3 "
+         "&& cat <&3' \"$1\"; fi\n";
+    s += "}\n";
+    for (const auto& e : member(settings, "exporters")) {
+      const std::string port = std::to_string(number(e, "port", 0));
+      const std::string metric = text(e, "metric");
+      const std::string what = text(e, "name") + " on port " + port;
+      s += "t=$(now); if scrape " + port + " 2>/dev/null | grep -q " + q("^" + metric) + "; then res monitoring pass \"$t\" " +
+           q(what + " serves " + metric) + "; else res monitoring fail \"$t\" " + q(what + " does not serve " + metric) +
+           "; fi\n";
+    }
+  }
+  s += "echo @@end\n";
+  return s;
+}
+
+std::vector<CheckResult> parse_acceptance_output(std::string_view output) {
+  std::vector<CheckResult> out;
+  std::istringstream in{std::string(output)};
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("@@check ", 0) != 0) continue;
+    std::istringstream fields(line.substr(8));
+    CheckResult r;
+    std::string seconds;
+    if (!(fields >> r.check >> r.status >> seconds)) continue;
+    if (r.status != "pass" && r.status != "fail" && r.status != "skip") continue;
+    try {
+      r.seconds = std::stod(seconds);
+    } catch (...) {
+      r.seconds = 0;
+    }
+    std::getline(fields >> std::ws, r.detail);
+    auto same = std::find_if(out.begin(), out.end(), [&](const CheckResult& c) { return c.check == r.check; });
+    if (same == out.end()) {
+      out.push_back(r);
+    } else {
+      merge_into(*same, r);
+    }
+  }
+  return out;
+}
+
+std::vector<CheckResult> merge_check_results(const json& settings, std::vector<CheckResult> from_facts,
+                                             std::vector<CheckResult> from_script) {
+  std::vector<CheckResult> out;
+  for (const auto& name : strings(member(settings, "checks"))) {
+    if (name == "multinode") continue;  // one job over several nodes: run for the whole run
+    CheckResult merged;
+    merged.check = name;
+    merged.status = "skip";
+    bool any = false;
+    for (auto* list : {&from_facts, &from_script}) {
+      for (const auto& r : *list) {
+        if (r.check != name) continue;
+        if (!any) {
+          merged.status = r.status;
+          merged.detail = r.detail;
+          merged.seconds = r.seconds;
+        } else {
+          merge_into(merged, r);
+        }
+        any = true;
+      }
+    }
+    if (!any) {
+      const bool has_work = (name == "storage" && !member(settings, "mounts").empty()) ||
+                            (name == "monitoring" && !member(settings, "exporters").empty()) ||
+                            (name == "scheduler" && member(settings, "slurm").is_object());
+      merged.status = has_work ? "fail" : "skip";
+      merged.detail = has_work ? "no result: the check script stopped early" : "nothing to check in the spec";
+    }
+    out.push_back(merged);
+  }
+  return out;
+}
+
+bool all_passed(const std::vector<CheckResult>& results) {
+  return std::none_of(results.begin(), results.end(), [](const CheckResult& r) { return r.status == "fail"; });
+}
+
+std::string failure_summary(const std::vector<CheckResult>& results) {
+  std::string out;
+  for (const auto& r : results) {
+    if (r.status == "fail") out += (out.empty() ? "" : "; ") + r.check + ": " + r.detail;
+  }
+  return out;
+}
+
+AcceptanceCommand release_command(const json& settings) {
+  std::string command;
+  const json& slurm = member(settings, "slurm");
+  if (slurm.is_object()) {
+    const std::string r = q(text(slurm, "reservation"));
+    command += "if scontrol show reservation " + r + " >/dev/null 2>&1; then scontrol delete reservation=" + r +
+               " || exit 1; fi; ";
+  }
+  command +=
+      "mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && cat > \"$t\" && chmod 0644 "
+      "\"$t\" && mv -f \"$t\" " +
+      q(kAcceptanceRecordPath);
+  return {command, acceptance_record(settings)};
+}
+
+std::string drain_command(const json& settings, const std::string& reason) {
+  if (!member(settings, "slurm").is_object()) return "true";
+  std::string why = "gpuexpand acceptance: " + reason;
+  if (why.size() > 250) why = why.substr(0, 247) + "...";
+  for (char& c : why) {
+    if (c == '\n' || c == '\t') c = ' ';
+  }
+  return "scontrol update nodename=" + q(text(settings, "node")) + " state=drain reason=" + q(why);
+}
+
+std::string multinode_command(const std::vector<std::string>& nodes, int job_timeout_seconds) {
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  return "timeout " + std::to_string(job_timeout_seconds) + " srun -N " + std::to_string(nodes.size()) + " -w " +
+         q(list) + " -t 2 -J gpuexpand-multinode hostname 2>&1";
+}
+
+CheckResult multinode_result(const std::vector<std::string>& nodes, int exit_code, const std::string& output,
+                             double seconds) {
+  std::multiset<std::string> ran, wanted(nodes.begin(), nodes.end());
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) ran.insert(line);
+  }
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ", ") + n;
+  CheckResult r = result("multinode", "pass", "one job ran on " + std::to_string(nodes.size()) + " nodes: " + list);
+  r.seconds = seconds;
+  if (exit_code == 124) {
+    r.status = "fail";
+    r.detail = "the job over " + list + " did not run in time";
+  } else if (exit_code != 0 || ran != wanted) {
+    std::string tail = output.size() > 200 ? output.substr(output.size() - 200) : output;
+    for (char& c : tail) {
+      if (c == '\n') c = ' ';
+    }
+    r.status = "fail";
+    r.detail = "the job over " + list + " failed (exit " + std::to_string(exit_code) + "): " + tail;
+  }
+  return r;
+}
+
+}  // namespace gpuexpand

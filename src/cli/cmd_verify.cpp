@@ -1,0 +1,196 @@
+// `gpuexpand verify SPEC`: the acceptance checks on demand, changing
+// nothing (no release, no drain), results in the state store; optionally a
+// fault drill on one node.
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include "commands.hpp"
+#include "gpuexpand/accept/fault_drill.hpp"
+#include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/state/state_store.hpp"
+
+namespace gpuexpand::cli {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct VerifyOptions {
+  std::string state = ".gpuexpand/state.db";
+  std::string spec;
+  std::vector<std::string> limits;
+  std::string fault_drill;  // node name
+  int drill_timeout = 900;
+  SshOverrides ssh;
+};
+
+void print_results(const std::string& node, const std::vector<CheckResult>& results) {
+  for (const auto& r : results) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
+    const char* mark = r.status == "pass" ? "pass" : r.status == "fail" ? "FAIL" : "skip";
+    std::cout << node << "  " << mark << "  " << r.check << " (" << seconds << "): " << r.detail << std::endl;
+  }
+}
+
+int run_verify(Context& context, const VerifyOptions& options) {
+  ClusterSpec spec = context.load_spec(options.spec);
+  auto selected = select_nodes(spec, options.limits);
+  if (!selected) throw CommandFailed{kExitError, selected.error().message};
+  const auto& nodes = selected.value();
+  size_t drill_index = nodes.size();
+  if (!options.fault_drill.empty()) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i]->name == options.fault_drill) drill_index = i;
+    }
+    if (drill_index == nodes.size()) {
+      throw CommandFailed{kExitError, "--fault-drill " + options.fault_drill + ": not one of the selected nodes"};
+    }
+  }
+
+  // Verify changes nothing, but it must not look at a node that an apply
+  // is half-way through (nor stop slurmd under it): it takes the locks.
+  auto store = StateStore::open(options.state);
+  if (!store) throw CommandFailed{kExitError, store.error().message};
+  RunRecord record;
+  record.command = options.fault_drill.empty() ? "verify" : "verify --fault-drill";
+  record.spec_file = options.spec;
+  record.started_at = utc_now_rfc3339();
+  for (const auto* node : nodes) record.nodes.push_back(node->name);
+  auto begun = (*store)->begin_run(record);
+  if (!begun) throw CommandFailed{kExitError, begun.error().message};
+  if (auto* conflict = std::get_if<LockConflict>(&begun.value())) throw CommandFailed{kExitLocked, describe(*conflict)};
+  const int64_t run_id = std::get<int64_t>(begun.value());
+
+  StoreJournal journal(**store, run_id, nullptr, &utc_now_rfc3339);
+  auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
+  std::cout << "run " << run_id << ": verifying " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes")
+            << std::endl;
+  const auto start = Clock::now();
+  FactsByNode facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+
+  std::vector<json> settings(nodes.size());
+  std::vector<std::vector<CheckResult>> results(nodes.size());
+  std::vector<bool> reachable(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) reachable[i] = !facts.at(nodes[i]->name).contains("unreachable");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const NodeSpec& node = *nodes[i];
+    if (!reachable[i]) {
+      std::cout << node.name << "  UNREACHABLE: " << facts.at(node.name).value("unreachable", "") << std::endl;
+      continue;
+    }
+    settings[i] = acceptance_settings(node_variables(spec, node));
+    std::vector<const json*> others;
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      if (j != i && reachable[j]) others.push_back(&facts.at(nodes[j]->name));
+    }
+    auto from_facts = facts_checks(settings[i], facts.at(node.name));
+    CommandRequest request{"sh -s", acceptance_script(settings[i], ping_peers(settings[i], others), AcceptanceMode::Verify),
+                           std::chrono::seconds(settings[i].value("job_timeout", 120) + 300), false};
+    runner->submit(i, std::move(request), [&, i, from_facts](const CommandOutcome& outcome) {
+      if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
+        CheckResult lost;
+        lost.check = "acceptance";
+        lost.status = "fail";
+        lost.detail = "cannot run the checks: " + outcome.message;
+        results[i] = {lost};
+      } else {
+        results[i] = merge_check_results(settings[i], from_facts, parse_acceptance_output(outcome.out));
+      }
+    });
+  }
+  runner->run();
+
+  // One job over every node that passed and asks for the multi-node check.
+  std::vector<size_t> multinode;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!reachable[i]) continue;
+    const auto& checks = settings[i].value("checks", json::array());
+    const bool wants = std::find(checks.begin(), checks.end(), json("multinode")) != checks.end();
+    if (wants && settings[i]["slurm"].is_object() && all_passed(results[i])) multinode.push_back(i);
+  }
+  if (multinode.size() >= 2) {
+    std::vector<std::string> names;
+    for (size_t i : multinode) names.push_back(nodes[i]->name);
+    const int timeout = settings[multinode.front()].value("job_timeout", 120);
+    CheckResult outcome;
+    runner->submit(multinode.front(), {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
+                   [&](const CommandOutcome& o) {
+                     outcome = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
+                                                std::chrono::duration<double>(o.duration).count());
+                   });
+    runner->run();
+    for (size_t i : multinode) results[i].push_back(outcome);
+  } else if (multinode.size() == 1) {
+    CheckResult alone;
+    alone.check = "multinode";
+    alone.status = "skip";
+    alone.detail = "no other node of this run passed to share a job with";
+    results[multinode.front()].push_back(alone);
+  }
+
+  size_t passed = 0, failed = 0, unreachable = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!reachable[i]) {
+      ++unreachable;
+      continue;
+    }
+    print_results(nodes[i]->name, results[i]);
+    journal.checks_recorded(nodes[i]->name, results[i]);
+    ++(all_passed(results[i]) ? passed : failed);
+  }
+
+  bool drill_ok = true;
+  if (drill_index < nodes.size()) {
+    if (!reachable[drill_index]) {
+      std::cout << "fault drill: " << options.fault_drill << " is unreachable" << std::endl;
+      drill_ok = false;
+    } else {
+      CheckResult drill = run_fault_drill(*runner, drill_index, options.fault_drill, options.drill_timeout, std::cout);
+      journal.checks_recorded(options.fault_drill, {drill});
+      drill_ok = drill.status == "pass";
+    }
+  }
+  journal.flush_audit();
+
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " (%.1f s)", std::chrono::duration<double>(Clock::now() - start).count());
+  std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ") << passed << " passed, " << failed
+            << " failed, " << unreachable << " unreachable" << timing << std::endl;
+  for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
+  const int exit_code = failed + unreachable == 0 && drill_ok ? kExitOk : kExitPartial;
+  (void)(*store)->finish_run(run_id, exit_code == kExitOk ? RunStatus::Succeeded : RunStatus::Failed, exit_code,
+                             utc_now_rfc3339());
+  return exit_code;
+}
+
+}  // namespace
+
+void add_verify_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand("verify", "Run the acceptance checks on the nodes now (changes nothing)");
+  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
+  cmd->add_option("--fault-drill", options->fault_drill,
+                  "Also stop slurmd on NODE, time how the controller notices and where a job goes meanwhile, restore")
+      ->type_name("NODE");
+  cmd->add_option("--drill-timeout", options->drill_timeout, "Seconds to wait for each drill step")
+      ->capture_default_str()
+      ->check(CLI::Range(10, 7200));
+  add_ssh_options(*cmd, options->ssh);
+  cmd->footer("Examples:\n  gpuexpand verify spec.yaml --limit rack=r02\n"
+              "  gpuexpand verify spec.yaml --limit 'node-[01-04]' --fault-drill node-03\n\n"
+              "Checks: scheduler (registration, features, GRES, a test job), gpu, network (MTU end to end),\n"
+              "storage (writable, throughput), monitoring (exporter metrics), multinode (one job over the nodes).\n"
+              "Results are kept in the state store (`gpuexpand status`). Exit 0: all passed; 3: a check failed.");
+  cmd->callback([&action, options] { action = [options](Context& c) { return run_verify(c, *options); }; });
+}
+
+}  // namespace gpuexpand::cli

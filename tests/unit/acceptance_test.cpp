@@ -1,0 +1,241 @@
+// Acceptance: settings derived from a real spec, facts checks on recorded
+// facts, and the node-side script run for real through /bin/sh with
+// stand-ins for scontrol, srun, ping, mountpoint and curl on PATH.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+json lab_settings() {
+  auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const auto& spec = *loaded.spec;
+  return acceptance_settings(node_variables(spec, spec.nodes[0]));
+}
+
+json h200_facts() {
+  auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
+                               testing::schema("facts-file"), testing::schema("facts"));
+  EXPECT_TRUE(facts) << facts.error().message;
+  return facts.value().begin()->second;
+}
+
+std::string statuses(const std::vector<CheckResult>& results) {
+  std::string out;
+  for (const auto& r : results) out += r.check + "=" + r.status + ": " + r.detail + "\n";
+  return out;
+}
+
+TEST(Acceptance, SettingsFromTheSpec) {
+  const json s = lab_settings();
+  EXPECT_EQ(s["checks"], (json{"scheduler", "gpu", "network", "storage", "monitoring", "multinode"}));
+  EXPECT_EQ(s["gpu"]["expected_count"], 8);
+  EXPECT_EQ(s["gpu"]["expected_model"], "NVIDIA H200");
+  EXPECT_EQ(s["gpu"]["max_ecc_errors"], 0);
+  EXPECT_EQ(s["slurm"]["reservation"], "gpuexpand-accept-" + s["node"].get<std::string>());
+  EXPECT_EQ(s["interfaces"][0]["mtu"], 9000);
+  EXPECT_EQ(s["mounts"][0]["mountpoint"], "/mnt/shared");
+  EXPECT_EQ(s["exporters"][0]["port"], 9100);
+  // The record a passing node keeps says what it passed with.
+  EXPECT_NE(acceptance_record(s).find("\"expected_model\":\"NVIDIA H200\""), std::string::npos);
+}
+
+TEST(Acceptance, DefaultChecksAreThoseWithSomethingToCheck) {
+  const json s = acceptance_settings({{"node", {{"name", "n1"}}}, {"scheduler", {{"kind", "none"}}}});
+  EXPECT_EQ(s["checks"], json::array());
+  const json only = acceptance_settings({{"node", {{"name", "n1"}}}, {"validation", {{"checks", {"gpu"}}}}});
+  EXPECT_EQ(only["checks"], json{"gpu"});
+  EXPECT_EQ(statuses(facts_checks(only, json::object())), "gpu=skip: no GPUs in the spec\n");
+}
+
+TEST(Acceptance, GpuCheckOnRecordedFacts) {
+  json settings = {{"checks", {"gpu"}},
+                   {"gpu",
+                    {{"expected_count", 8},
+                     {"expected_model", "NVIDIA H200"},
+                     {"driver_version", "535.129.03"},
+                     {"max_ecc_errors", 0}}}};
+  json facts = h200_facts();
+  EXPECT_EQ(statuses(facts_checks(settings, facts)), "gpu=pass: 8 x NVIDIA H200, driver 535.129.03\n");
+
+  settings["gpu"]["driver_version"] = "550.90.07";
+  settings["gpu"]["persistence_mode"] = true;
+  facts["gpus"]["count"] = 7;
+  facts["gpus"]["devices"][3]["ecc_uncorrected_volatile"] = 2;
+  EXPECT_EQ(statuses(facts_checks(settings, facts)),
+            "gpu=fail: 7 GPUs, expected 8; driver 535.129.03, expected 550.90.07; persistence mode is off; GPU 3: 2 "
+            "uncorrected ECC errors (at most 0)\n");
+
+  facts["gpus"] = {{"count", 0}};
+  EXPECT_EQ(statuses(facts_checks(settings, facts)), "gpu=fail: no GPU found (nvidia-smi missing or failing)\n");
+}
+
+TEST(Acceptance, NetworkFactsPartAndRdma) {
+  json settings = {{"checks", {"network"}}, {"interfaces", {{{"name", "eth1"}, {"mtu", 9000}}}}, {"rdma", "none"}};
+  json facts = {{"network", {{"interfaces", {{{"name", "eth1"}, {"mtu", 1500}, {"state", "up"}}}}}}};
+  EXPECT_EQ(statuses(facts_checks(settings, facts)),
+            "network=fail: eth1 MTU 1500, expected 9000\n"
+            "network=skip: ib_write_bw/NCCL tests: no RDMA fabric (network.rdma.kind none)\n");
+  facts["network"]["interfaces"][0]["mtu"] = 9000;
+  settings["rdma"] = "infiniband";
+  EXPECT_EQ(statuses(facts_checks(settings, facts)),
+            "network=pass: eth1 up, MTU 9000\n"
+            "network=fail: network.rdma.kind is infiniband but the node has no RDMA device\n");
+}
+
+TEST(Acceptance, PingPeersComeFromOtherNodesFacts) {
+  json settings = {{"interfaces", {{{"name", "eth1"}}, {{"name", "ib0"}}}}};
+  json a = {{"network", {{"interfaces", {{{"name", "eth1"}, {"addresses", json::array()}}}}}}};
+  json b = {{"network", {{"interfaces", {{{"name", "eth1"}, {"addresses", {"fe80::1/64", "198.18.1.12/24"}}}}}}}};
+  const PingPeers peers = ping_peers(settings, {&a, &b});
+  EXPECT_EQ(peers, (PingPeers{{"eth1", "198.18.1.12"}}));
+}
+
+// The script, run through /bin/sh with stand-in tools.
+class AcceptanceScript : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/gpx-accept-" + std::to_string(::getpid());
+    ::mkdir(dir_.c_str(), 0700);
+    ::mkdir((dir_ + "/bin").c_str(), 0700);
+    ::mkdir((dir_ + "/it's shared").c_str(), 0700);
+  }
+  void TearDown() override { std::system(("rm -rf " + shell_quote(dir_)).c_str()); }
+
+  void tool(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/bin/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+  }
+
+  std::string run(std::string script) {
+    const std::string marker = "PATH=/usr/local/sbin";
+    script.replace(script.find(marker), marker.size(), "PATH=" + dir_ + "/bin:/usr/local/sbin");
+    std::ofstream(dir_ + "/script.sh") << script;
+    FILE* pipe = ::popen(("sh " + shell_quote(dir_ + "/script.sh") + " 2>&1").c_str(), "r");
+    std::string out;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    ::pclose(pipe);
+    return out;
+  }
+
+  json settings() const {
+    return {{"node", "node-01"},
+            {"checks", {"scheduler", "network", "storage", "monitoring"}},
+            {"job_timeout", 10},
+            {"slurm", {{"reservation", "gpuexpand-accept-node-01"}, {"features", {"h200", "lab"}}, {"gres", {"gpu:8"}}}},
+            {"interfaces", {{{"name", "eth1"}, {"mtu", 9000}}}},
+            {"mounts", {{{"name", "shared"}, {"mountpoint", dir_ + "/it's shared"}, {"min_mbps", 1}}}},
+            {"exporters", {{{"name", "node_exporter"}, {"port", 9100}, {"metric", "node_cpu_seconds_total"}}}}};
+  }
+
+  std::string dir_;
+};
+
+TEST_F(AcceptanceScript, AllPassWithHealthyStandIns) {
+  tool("scontrol",
+       "case \"$*\" in 'show node node-01 -o') echo 'NodeName=node-01 Arch=x86_64 CoresPerSocket=1 "
+       "AvailableFeatures=h200,lab ActiveFeatures=h200,lab Gres=gpu:8 State=IDLE+MAINT ThreadsPerCore=1' ;;"
+       " 'show reservation gpuexpand-accept-node-01') exit 0 ;; *) exit 9 ;; esac");
+  tool("srun", "[ \"$1\" = --reservation=gpuexpand-accept-node-01 ] && echo node-01");
+  tool("ping", "[ \"$*\" = '-M do -s 8972 -c 2 -W 2 -I eth1 198.18.1.12' ]");
+  tool("mountpoint", "[ -d \"$2\" ]");
+  tool("curl", "printf '# HELP x\\nnode_cpu_seconds_total{cpu=\"0\"} 1\\n'");
+  const std::string out = run(acceptance_script(settings(), {{"eth1", "198.18.1.12"}}, AcceptanceMode::Apply));
+  auto results = merge_check_results(settings(), {}, parse_acceptance_output(out));
+  ASSERT_EQ(results.size(), 4u) << out;
+  EXPECT_TRUE(all_passed(results)) << statuses(results) << out;
+  EXPECT_EQ(results[0].detail,
+            "state IDLE+MAINT, features h200,lab, GRES gpu:8; a test job ran on node-01 in reservation "
+            "gpuexpand-accept-node-01");
+  EXPECT_EQ(results[1].detail, "eth1: 9000-byte packets reach 198.18.1.12 unfragmented");
+  EXPECT_EQ(results[2].detail.rfind(dir_ + "/it's shared: writable, ", 0), 0u) << results[2].detail;
+  EXPECT_EQ(results[3].detail, "node_exporter on port 9100 serves node_cpu_seconds_total");
+}
+
+TEST_F(AcceptanceScript, FailuresSayWhy) {
+  tool("scontrol",
+       "case \"$*\" in 'show node node-01 -o') echo 'NodeName=node-01 AvailableFeatures=h200 Gres=gpu:4 "
+       "State=IDLE ThreadsPerCore=1' ;; *) exit 1 ;; esac");
+  tool("ping", "exit 1");
+  tool("mountpoint", "exit 1");
+  tool("curl", "exit 7");
+  const std::string out = run(acceptance_script(settings(), {{"eth1", "198.18.1.12"}}, AcceptanceMode::Verify));
+  auto results = merge_check_results(settings(), {}, parse_acceptance_output(out));
+  EXPECT_FALSE(all_passed(results));
+  EXPECT_EQ(statuses(results),
+            "scheduler=fail: missing feature lab GRES gpu:8 (the controller has Features=h200 Gres=gpu:4)\n"
+            "network=fail: eth1: 9000-byte packets do not reach 198.18.1.12 (ping -M do -s 8972)\n"
+            "storage=fail: " + dir_ + "/it's shared is not mounted\n"
+            "monitoring=fail: node_exporter on port 9100 does not serve node_cpu_seconds_total\n");
+}
+
+TEST_F(AcceptanceScript, DrainedOrUnregisteredNodesFailTheSchedulerCheck) {
+  tool("scontrol",
+       "echo 'NodeName=node-01 AvailableFeatures=h200,lab Gres=gpu:8 State=IDLE+DRAIN ThreadsPerCore=1 "
+       "Reason=disk bad [root@2026-11-30T05:00:00]'");
+  json s = settings();
+  s["checks"] = {"scheduler"};
+  auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Apply)));
+  EXPECT_EQ(statuses(results), "scheduler=fail: state IDLE+DRAIN, reason: disk bad [root@2026-11-30T05:00:00]\n");
+  tool("scontrol", "echo 'Node node-01 not found' >&2; exit 1");
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Apply)));
+  EXPECT_EQ(statuses(results), "scheduler=fail: not registered with the controller: Node node-01 not found\n");
+}
+
+TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
+  json s = settings();
+  s["checks"] = {"network", "storage"};
+  auto results = merge_check_results(s, {}, parse_acceptance_output("@@check network skip 0.00 eth1: no peer\n"));
+  EXPECT_EQ(statuses(results),
+            "network=skip: eth1: no peer\nstorage=fail: no result: the check script stopped early\n");
+  const std::string script = acceptance_script(s, {}, AcceptanceMode::Verify);
+  EXPECT_NE(script.find("no other node of this run has an IPv4 address on eth1"), std::string::npos);
+}
+
+TEST(Acceptance, ResultLinesMerge) {
+  auto results = parse_acceptance_output(
+      "noise\n@@check storage pass 0.50 /a: writable\n@@check storage fail 1.25 /b is not mounted\n"
+      "@@check gpu skip 0 x\n@@check bogus maybe 1 y\n");
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].detail, "/a: writable; /b is not mounted");
+  EXPECT_DOUBLE_EQ(results[0].seconds, 1.75);
+  EXPECT_EQ(failure_summary(results), "storage: /a: writable; /b is not mounted");
+}
+
+TEST(Acceptance, ReleaseDrainAndMultinodeCommands) {
+  const json s = {{"node", "node-01"}, {"slurm", {{"reservation", "gpuexpand-accept-node-01"}}}};
+  const AcceptanceCommand release = release_command(s);
+  EXPECT_EQ(release.command.rfind("if scontrol show reservation gpuexpand-accept-node-01 >/dev/null 2>&1; then "
+                                  "scontrol delete reservation=gpuexpand-accept-node-01 || exit 1; fi; ",
+                                  0),
+            0u);
+  EXPECT_EQ(release.stdin_data, acceptance_record(s));
+  EXPECT_EQ(drain_command(s, "gpu: driver 535, it's wrong"),
+            "scontrol update nodename=node-01 state=drain reason='gpuexpand acceptance: gpu: driver 535, it'\\''s wrong'");
+  EXPECT_EQ(drain_command({{"node", "n"}}, "x"), "true") << "no Slurm: nothing to drain";
+  EXPECT_EQ(multinode_command({"node-01", "node-02"}, 60),
+            "timeout 60 srun -N 2 -w node-01,node-02 -t 2 -J gpuexpand-multinode hostname 2>&1");
+  EXPECT_EQ(multinode_result({"node-01", "node-02"}, 0, "node-02\nnode-01\n", 1.5).status, "pass");
+  const CheckResult failed = multinode_result({"node-01", "node-02"}, 1, "srun: error: Unable to allocate\n", 1);
+  EXPECT_EQ(failed.status, "fail");
+  EXPECT_EQ(failed.detail, "the job over node-01, node-02 failed (exit 1): srun: error: Unable to allocate ");
+}
+
+}  // namespace
+}  // namespace gpuexpand
