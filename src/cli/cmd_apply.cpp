@@ -1,5 +1,6 @@
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -8,6 +9,7 @@
 
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
 #include "gpuexpand/facts/gather.hpp"
@@ -33,6 +35,7 @@ struct ApplyOptions {
   std::string spec;
   std::vector<std::string> limits;
   std::string batch, max_fail;
+  std::string until;
   SshOverrides ssh;
 };
 
@@ -56,6 +59,12 @@ class ConsoleJournal final : public RunJournal {
   void checkpoint_taken(const std::string&, const std::string&, const std::string&, const nlohmann::json&) override {}
   void checkpoint_restored(const std::string&, const std::string&) override {}
   void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
+    if (results.size() == 1 && results.front().check == "multinode") {  // the run-wide job, after the nodes
+      const CheckResult& r = results.front();
+      std::cout << node << "  acceptance  " << (r.status == "pass" ? "pass " : "FAIL ") << r.check << ": " << r.detail
+                << std::endl;
+      return;
+    }
     int passed = 0, failed = 0, skipped = 0;
     for (const auto& r : results) ++(r.status == "pass" ? passed : r.status == "fail" ? failed : skipped);
     std::cout << node << "  acceptance  " << passed << " passed, " << failed << " failed, " << skipped << " skipped"
@@ -95,6 +104,39 @@ std::optional<nlohmann::json> read_saved_plan(Context& context, const std::strin
   const auto problems = context.schema("plan").validate_json(document);
   if (!problems.empty()) throw CommandFailed{kExitError, path + ": not a valid plan document: " + problems.front()};
   return document;
+}
+
+// After the nodes: one Slurm job over every node that passed acceptance in
+// this run and asks for the multi-node check. A failure is reported (and
+// fails the run) but drains nobody: it does not say which node is at fault.
+bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner, const std::vector<const NodeSpec*>& nodes,
+                         RunJournal& journal) {
+  std::vector<std::string> names;
+  size_t first = nodes.size();
+  int timeout = 120;
+  for (const auto& accepted : report.accepted) {
+    const auto& checks = accepted.settings.value("checks", nlohmann::json::array());
+    if (std::find(checks.begin(), checks.end(), nlohmann::json("multinode")) == checks.end()) continue;
+    if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
+      names.push_back(accepted.node);
+      if (first == nodes.size()) {
+        first = i;
+        timeout = accepted.settings.value("job_timeout", 120);
+      }
+    }
+  }
+  if (names.size() < 2) return true;
+  CheckResult result;
+  runner.submit(first, {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
+                [&](const CommandOutcome& o) {
+                  result = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
+                                            std::chrono::duration<double>(o.duration).count());
+                });
+  runner.run();
+  for (const auto& name : names) journal.checks_recorded(name, {result});
+  return result.status == "pass";
 }
 
 int run_apply(Context& context, const ApplyOptions& options) {
@@ -187,12 +229,14 @@ int run_apply(Context& context, const ApplyOptions& options) {
   exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
   exec.stop_requested = &g_stop_requested;
   exec.collected_at = utc_now_rfc3339();
+  exec.until_phase = options.until;
   ::signal(SIGINT, request_stop);
   ::signal(SIGTERM, request_stop);
 
   std::cout << "run " << run_id << ": applying to " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes") << "\n";
   const auto start = std::chrono::steady_clock::now();
   ExecutionReport report = execute(spec, nodes, playbooks, *runner, journal, exec);
+  const bool multinode_ok = run_multinode_check(report, *runner, nodes, journal);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   journal.flush_audit();
 
@@ -215,8 +259,9 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (report.interrupted || g_stop_requested.load()) {
     exit_code = kExitInterrupted;
   } else if (report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
-                 report.count(NodeResult::NotStarted) >
-             0) {
+                     report.count(NodeResult::NotStarted) >
+                 0 ||
+             !multinode_ok) {
     exit_code = kExitPartial;
   }
   const RunStatus status = exit_code == kExitOk           ? RunStatus::Succeeded
@@ -239,6 +284,9 @@ void add_apply_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
+  cmd->add_option("--until", options->until,
+                  "Stop after this phase: e.g. --until scheduler registers nodes and leaves them held for acceptance")
+      ->check(CLI::IsMember(phase_order()));
   add_ssh_options(*cmd, options->ssh);
   cmd->footer("Examples:\n  gpuexpand apply spec.yaml\n  gpuexpand apply spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n\n"
               "Each phase is checkpointed on the node first and rolled back if a step or its verification fails.\n"

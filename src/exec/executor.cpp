@@ -190,6 +190,7 @@ class Execution {
     for (auto& phase : plan.phases) {
       const size_t order = phase_index(phase.phase);
       if (order < run.next_phase) continue;
+      if (!options_.until_phase.empty() && order > phase_index(options_.until_phase)) break;
       if (stop_requested()) {
         node_done(run, NodeResult::Interrupted, run.node->name + ": interrupted before phase " + phase.phase);
         return;
@@ -366,14 +367,20 @@ class Execution {
                        });
         return;
       }
+      // Nothing to roll back: acceptance changes only its record and the
+      // hold. A failure removes the record (the node has not passed with
+      // anything now) and drains the node; it stays out of service until an
+      // apply passes it.
       const std::string failed = failure_summary(results);
-      runner_.submit(run.index, {drain_command(settings, failed), "", {}, false},
-                     [this, &run, failed](const CommandOutcome& drained) {
-                       roll_back(run, run.phase.steps[run.step].key,
-                                 "acceptance failed: " + failed +
-                                     (drained.ok() ? std::string(" (node drained)")
-                                                   : "; could not drain the node: " + drained.message));
-                     });
+      const std::string command = "rm -f " + std::string(kAcceptanceRecordPath) + "; " + drain_command(settings, failed);
+      runner_.submit(run.index, {command, "", {}, false}, [this, &run, failed](const CommandOutcome& drained) {
+        const std::string message = "acceptance failed: " + failed +
+                                    (drained.ok() ? std::string(" (node drained)")
+                                                  : "; could not drain the node: " + drained.message);
+        const std::string step = run.phase.steps[run.step].key;
+        finish_phase(run, "failed", step, message);
+        node_done(run, NodeResult::Failed, run.node->name + ": phase " + run.phase.phase + ", step " + step + ": " + message);
+      });
     });
   }
 

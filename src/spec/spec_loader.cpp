@@ -270,6 +270,7 @@ class SpecBuilder {
     deep_merge(settings, own, pointer, origins);
     apply_derived_defaults(settings);
     derive_slurm_registration(settings);
+    derive_kubernetes_join(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
@@ -346,6 +347,43 @@ class SpecBuilder {
     slurm["feature_list"] = features;
   }
 
+  // The kubeadm join inputs as the scheduler playbook needs them: the API
+  // server as host:port, labels as "k=v,…" (kubelet's --node-labels form),
+  // taints as "key=value:Effect,…" and as a JSON list for the
+  // JoinConfiguration. The schema keeps ',' and quotes out of every part.
+  static void derive_kubernetes_join(nlohmann::json& settings) {
+    auto* scheduler = settings.is_object() && settings.contains("scheduler") ? &settings["scheduler"] : nullptr;
+    if (!scheduler || !scheduler->is_object() || !scheduler->contains("kubernetes") ||
+        !(*scheduler)["kubernetes"].is_object()) {
+      return;
+    }
+    auto& k8s = (*scheduler)["kubernetes"];
+    std::string endpoint = k8s.value("api_endpoint", std::string());
+    if (endpoint.rfind("https://", 0) == 0) endpoint = endpoint.substr(8);
+    if (auto slash = endpoint.find('/'); slash != std::string::npos) endpoint.resize(slash);
+    k8s["api_server"] = endpoint;
+    std::string labels;
+    if (k8s.contains("labels") && k8s["labels"].is_object()) {
+      for (const auto& [key, value] : k8s["labels"].items()) {
+        labels += (labels.empty() ? "" : ",") + key + "=" + (value.is_string() ? value.get<std::string>() : "");
+      }
+    }
+    k8s["label_list"] = labels;
+    std::string taints;
+    nlohmann::json taint_objects = nlohmann::json::array();
+    if (k8s.contains("taints") && k8s["taints"].is_array()) {
+      for (const auto& t : k8s["taints"]) {
+        const std::string key = t.value("key", ""), value = t.value("value", ""), effect = t.value("effect", "");
+        taints += (taints.empty() ? "" : ",") + key + (value.empty() ? "" : "=" + value) + ":" + effect;
+        nlohmann::json object = {{"key", key}, {"effect", effect}};
+        if (!value.empty()) object["value"] = value;
+        taint_objects.push_back(object);
+      }
+    }
+    k8s["taint_list"] = taints;
+    k8s["taints_json"] = taint_objects.dump();
+  }
+
   // Secret files the spec names on the operator's machine (the munge key,
   // the kubeadm token) are never copied into the settings: only their
   // SHA-256 is, as `<key>_sha256` beside the path, so plans compare a node's
@@ -395,7 +433,9 @@ class SpecBuilder {
                 "controller");
         }
       }
-      require_merged(*scheduler, "kubernetes", {"api_endpoint", "token_file"}, "/scheduler", at);
+      // No ca_cert_hash would mean trusting whatever answers at the
+      // endpoint with the bootstrap token: refused.
+      require_merged(*scheduler, "kubernetes", {"api_endpoint", "token_file", "ca_cert_hash"}, "/scheduler", at);
     }
     if (const auto* monitoring = member(settings, "monitoring")) {
       require_merged(*monitoring, "log_forwarding", {"target"}, "/monitoring", at);

@@ -18,36 +18,8 @@ client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 state=$work/state.db
-passed=0 failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   - $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
-check() { # DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
-sshn() { # NODE COMMAND — strict host keys, the lab's own known_hosts
-  local node=$1
-  shift
-  local addr
-  addr=$(awk -v n="$node" '$1 == n {print $2}' <<<"$("$lab" status 2>/dev/null)")
-  ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
-    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes \
-    -o ConnectTimeout=5 -o LogLevel=ERROR "root@$addr" "$@" </dev/null
-}
-on() { # NODE EXPECTED COMMAND — the command's output equals EXPECTED
-  local node=$1 expected=$2
-  shift 2
-  local got
-  got=$(sshn "$node" "$@" 2>&1)
-  [[ "$got" == "$expected" ]] || { echo "    $node: \`$*\` gave '$got', expected '$expected'"; return 1; }
-}
+# shellcheck source=tests/lab/test-lib.sh
+source "$here/test-lib.sh"
 audit_count() { # RUN -> number of remote commands recorded
   sqlite3 "$state" "select count(*) from audit where run_id = $1"
 }
@@ -77,7 +49,13 @@ for n in node-01 node-02 node-03; do
   check "$n: node exporter answers with metrics" sshn "$n" \
     "exec 3<>/dev/tcp/127.0.0.1/9100 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && grep -q '^node_' <&3"
   check "$n: checkpoints kept on the node" sshn "$n" "test -f /var/lib/gpuexpand/checkpoints/1/os-init/complete"
+  check "$n: idle in Slurm with the spec's features and GRES" on "$n" "idle h200,lab gpu:8" \
+    "sinfo -N -h -n $n -o '%t %f %G'"
+  check "$n: acceptance passed and recorded" sshn "$n" "test -s /var/lib/gpuexpand/accepted.json"
 done
+check "first apply: the multi-node job ran over the three nodes" \
+  grep -q "acceptance  pass multinode: one job ran on 3 nodes" <<<"$out"
+check "no acceptance hold left" on node-01 "No reservations in the system" "scontrol show reservation"
 
 # ---------------------------------------------------------------- idempotent
 out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
@@ -146,7 +124,8 @@ rc=$?
 check "a second apply on overlapping nodes exits 4" test "$rc" -eq 4
 check "it names the holder and the node" grep -q "node node-04 is locked by run" <<<"$out"
 wait "$first"
-check "the first apply finished" test $? -eq 0
+rc=$?
+check "the first apply finished" test "$rc" -eq 0 || sed 's/^/    /' "$work/first.log"
 
 # ---------------------------------------------------------------- kill + resume
 # node-04 is converged now; give it a new MTU so os-init..rdma has work,
@@ -201,9 +180,14 @@ out=$("$gx" rollback "$work/lab.yaml" --node node-01 --to os-init --state "$stat
 rc=$?
 echo "$out" | sed 's/^/    /'
 check "rollback --to os-init exits 0" test "$rc" -eq 0
-for phase in scheduler monitoring storage rdma gpu-driver; do
+for phase in acceptance scheduler monitoring storage rdma gpu-driver; do
   check "rollback restored $phase" grep -q "node-01  $phase  restored" <<<"$out"
 done
+check "scheduler undone: node-01 gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N | grep -qx node-01' _ "$lab"
+check "scheduler undone: slurmd not installed" on node-01 absent \
+  "dpkg-query -W -f='\${db:Status-Abbrev}' slurmd 2>/dev/null | grep -q '^ii' && echo present || echo absent"
+check "acceptance undone: no record of it on the node" on node-01 gone \
+  "test -e /var/lib/gpuexpand/accepted.json && echo there || echo gone"
 check "os-init kept: hostname" on node-01 node-01 hostname
 check "os-init kept: chrony running" on node-01 active "systemctl is-active chrony"
 check "gpu-driver undone: no nvidia-driver package" on node-01 absent \
@@ -218,6 +202,7 @@ plan=$("$gx" plan "$work/lab.yaml" --limit node-01 2>&1)
 check "plan after the rollback: os-init has nothing to do" bash -c '! grep -q "^  os-init" <<<"$1"' _ "$plan"
 check "plan after the rollback: gpu-driver wants the driver again" grep -q "+ package nvidia-driver" <<<"$plan"
 out=$("$gx" apply "$work/lab.yaml" --limit node-01 --state "$state" 2>&1)
-check "apply after the rollback converges again" grep -q "1 changed, 0 unchanged, 0 failed" <<<"$out"
+check "apply after the rollback converges again" grep -q "1 changed, 0 unchanged, 0 failed" <<<"$out" ||
+  sed 's/^/    /' <<<"$out"
 
 finish

@@ -196,6 +196,38 @@ TEST(ProbeParser, CapturedSections) {
   EXPECT_EQ(f["checks"]["interface-mtu[ib0]"], 1);
 }
 
+// The node's state as the controller sees it, from real `scontrol show
+// node -o` output (tests/fixtures/slurm/SOURCES.md).
+TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
+  auto slurm_of = [](const std::string& fixture) {
+    const std::string body = testing::read_source_file("tests/fixtures/slurm/" + fixture);
+    const std::string output = "\n@@gpx:os-release\nID=debian\n\n@@gpx:slurmd\nactive\n\n@@gpx:slurm-node\n" + body +
+                               "\n@@gpx:end\n";
+    auto parsed = parse_probe_output(output, "node-05", {}, "2026-11-30T00:00:00Z");
+    EXPECT_TRUE(parsed) << parsed.error().message;
+    EXPECT_TRUE(schema_problems(*parsed).empty()) << schema_problems(*parsed).front();
+    return (*parsed)["scheduler"]["slurm"];
+  };
+  json idle = slurm_of("scontrol-show-node-idle.txt");
+  EXPECT_EQ(idle["registered"], true);
+  EXPECT_EQ(idle["node_state"], "IDLE+DYNAMIC_NORM");
+  EXPECT_EQ(idle["features"], json::parse(R"(["h200","lab"])"));
+  EXPECT_EQ(idle["gres"], "gpu:8");
+  EXPECT_FALSE(idle.contains("reason"));
+  json drained = slurm_of("scontrol-show-node-drained-reserved.txt");
+  EXPECT_EQ(drained["node_state"], "IDLE+DRAIN+DYNAMIC_NORM+MAINTENANCE+RESERVED");
+  EXPECT_EQ(drained["reason"],
+            "gpuexpand acceptance: storage: /mnt/shared: 12 MB/s write, below the minimum 50 MB/s "
+            "[root@2026-11-30T05:56:14]");
+  EXPECT_EQ(slurm_of("scontrol-show-node-not-responding.txt")["node_state"], "IDLE+DYNAMIC_NORM+NOT_RESPONDING");
+  json down = slurm_of("scontrol-show-node-down.txt");
+  EXPECT_EQ(down["node_state"], "DOWN+DYNAMIC_NORM+NOT_RESPONDING");
+  EXPECT_EQ(down["reason"], "Not responding [slurm@2026-11-30T05:56:41]");
+  json missing = slurm_of("scontrol-show-node-missing.txt");
+  EXPECT_EQ(missing["registered"], false) << "the controller answered: not present";
+  EXPECT_TRUE(missing["node_state"].is_null());
+}
+
 TEST(ProbeParser, TruncatedOutputIsAnError) {
   auto parsed = parse_probe_output("\n@@gpx:os-release\nID=debian\n", "n1", {}, "");
   ASSERT_FALSE(parsed);

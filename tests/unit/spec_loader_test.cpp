@@ -132,7 +132,7 @@ TEST(SpecLoader, InvalidSysctlKeyIsNamed) {
 TEST(SpecLoader, InlineSecretIsRefusedWithTheReferenceToUse) {
   auto result = load_spec(minimal_spec(
       "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes:\n      api_endpoint: https://k:6443\n"
-      "      token_file: /etc/t\n      token: abcdef\n"));
+      "      token_file: /etc/t\n      token: abcdef\n      ca_cert_hash: sha256:" + std::string(64, 'a') + "\n"));
   EXPECT_EQ(diagnostics_text(result),
             "spec.yaml:13:7: inline secret 'token' in defaults.scheduler.kubernetes is not allowed: "
             "put it in a file and give its path as 'token_file'\n");

@@ -56,6 +56,7 @@ struct ExecutorOptions {
   std::optional<CountOrPercent> max_fail;  // unset: never stop early
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: finish the step, roll back, start nothing
   std::string collected_at;                            // timestamp for facts documents
+  std::string until_phase;  // stop after this phase (empty: all seven)
 };
 
 struct NodeReport {

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Slurm registration and acceptance against the lab's real slurmctld, on
+# node-05 and node-06 (bare at the start): a node under acceptance takes no
+# user job; bare -> idle with jobs; a second apply changes nothing; a
+# feature change updates the node; a failed acceptance keeps the node out
+# of service (drained, with the reason) until it passes; verify and the
+# fault drill; rollback removes the node from sinfo. The munge key never
+# reaches the state store.
+#
+# Needs a running lab with at least 6 nodes (tests/lab/lab up --nodes 6).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/dev/src/gpuexpand).
+# Last line: "N passed, M failed"; exit 0 only if nothing failed.
+set -uo pipefail
+
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+lab=$here/lab
+gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
+client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+state=$work/state.db
+# shellcheck source=tests/lab/test-lib.sh
+source "$here/test-lib.sh"
+
+ctl() { "$lab" ssh ctl -- "$1" </dev/null; } # ctl 'ONE COMMAND LINE' (ssh joins words: quote inside)
+node_field() { # NODE FIELD -> the field of `scontrol show node NODE -o`, as the controller sees it
+  if [[ $2 == Reason ]]; then # the last field, spaces and all
+    ctl "scontrol show node $1 -o" | sed -n 's/.* Reason=//p'
+  else
+    ctl "scontrol show node $1 -o" | tr ' ' '\n' | sed -n "s/^$2=//p"
+  fi
+}
+in_maintenance() { grep -q MAINTENANCE <<<"$(node_field "$1" State)"; }
+job_state() { ctl "scontrol show job $1 -o 2>/dev/null" | tr ' ' '\n' | sed -n 's/^JobState=//p'; }
+job_completed() { [[ $(job_state "$1") == COMPLETED ]]; }
+
+[[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
+"$lab" status 2>/dev/null | grep -q '^node-06 ' || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
+"$lab" spec >"$work/lab.yaml"
+nodes='node-[05-06]'
+
+# A user of the cluster, known on the controller and both nodes.
+for h in ctl node-05 node-06; do
+  "$lab" ssh "$h" -- "id alice >/dev/null 2>&1 || useradd -m -u 2001 alice" </dev/null
+done
+
+# ---------------------------------------------------------------- held for acceptance
+out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "apply --until scheduler: exit 0" test "$rc" -eq 0
+check "the acceptance phase did not run" bash -c '! grep -q "  acceptance  " <<<"$1"' _ "$out"
+check "node-05 registered with its features and GRES" test "$(node_field node-05 AvailableFeatures) $(node_field node-05 Gres)" = "h200,lab gpu:8"
+check "node-05 is in its maintenance reservation" eventually 10 in_maintenance node-05
+check "node-05 is not drained (the hold stands in for the registration drain)" \
+  bash -c '! grep -q DRAIN <<<"$1"' _ "$(node_field node-05 State)"
+job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-05 -N1 -t 1 --wrap hostname'")
+sleep 3
+check "a user job asking for node-05 stays pending while it is under acceptance" test "$(job_state "$job")" = PENDING
+reason=$(ctl "squeue -h -j $job -o %r")
+check "  pending because the node is reserved ($reason)" grep -qi "ReqNodeNotAvail\|Reserv" <<<"$reason"
+check "munge key on the node: mode 0400, owner munge, the spec's key" on node-05 \
+  "400 munge $(sha256sum <"$client/munge.key" | cut -d' ' -f1)" \
+  "echo \$(stat -c '%a %U' /etc/munge/munge.key) \$(sha256sum </etc/munge/munge.key | cut -d' ' -f1)"
+
+# ---------------------------------------------------------------- acceptance releases
+out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "apply: exit 0" test "$rc" -eq 0
+check "acceptance passed on both nodes" test "$(grep -c 'acceptance  5 passed, 0 failed, 0 skipped' <<<"$out")" -eq 2
+check "the multi-node job ran over both" grep -q "acceptance  pass multinode: one job ran on 2 nodes" <<<"$out"
+check "the reservation is released" bash -c '! "$1" ssh ctl -- scontrol show reservation gpuexpand-accept-node-05 >/dev/null 2>&1' _ "$lab"
+check "the user's pending job then runs" eventually 30 job_completed "$job"
+check "sinfo: both idle with features and GRES" test "$(ctl "sinfo -N -h -n '$nodes' -o '%N %t %f %G'" | sort | tr '\n' ';')" \
+  = "node-05 idle h200,lab gpu:8;node-06 idle h200,lab gpu:8;"
+out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
+check "second apply changes nothing" grep -q "2 nodes: 0 changed, 2 unchanged, 0 failed" <<<"$out"
+key_hex=$(od -An -tx1 -N16 "$client/munge.key" | tr -d ' \n')
+key_b64=$(head -c 24 "$client/munge.key" | base64)
+check "the munge key is nowhere in the state store" \
+  bash -c '! sqlite3 "$1" .dump | grep -qiF -e "$2" -e "$3"' _ "$state" "$key_hex" "$key_b64"
+
+# ---------------------------------------------------------------- feature change
+sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/lab.yaml" >"$work/features.yaml"
+out=$("$gx" apply "$work/features.yaml" --limit node-05 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "feature change: exit 0" test "$rc" -eq 0
+check "the controller has the new feature list" test "$(node_field node-05 AvailableFeatures)" = "h200,lab,ndr"
+check "acceptance ran again for the new settings" grep -q "node-05  acceptance  5 passed" <<<"$out"
+check "node-05 back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* && $1 != *MAINT* ]]' _ "$(node_field node-05 State)"
+
+# ---------------------------------------------------------------- failed acceptance
+sed 's/min_throughput_mbps: 50/min_throughput_mbps: 100000000/' "$work/lab.yaml" >"$work/slow.yaml"
+out=$("$gx" apply "$work/slow.yaml" --limit node-06 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "acceptance failure: exit 3" test "$rc" -eq 3
+check "it names the failed check" grep -q "node-06: phase acceptance, step checks: acceptance failed: storage: /mnt/shared: " <<<"$out"
+check "node-06 is drained" grep -q DRAIN <<<"$(node_field node-06 State)"
+check "  with the failed check as the reason" grep -q "^gpuexpand acceptance: storage: /mnt/shared: .* below the minimum 100000000 MB/s" \
+  <<<"$(node_field node-06 Reason)"
+job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-06 -N1 -t 1 --wrap hostname'")
+sleep 3
+check "a user job asking for node-06 stays pending" test "$(job_state "$job")" = PENDING
+ctl "scancel $job"
+status=$("$gx" status --state "$state" 2>&1)
+check "status shows the failed check" grep -q "FAIL storage: /mnt/shared: " <<<"$status"
+out=$("$gx" apply "$work/lab.yaml" --limit node-06 --state "$state" 2>&1)
+check "with the spec's real minimum the next apply passes" grep -q "1 node: 1 changed, 0 unchanged, 0 failed" <<<"$out"
+check "and node-06 is back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* ]]' _ "$(node_field node-06 State)"
+
+# ---------------------------------------------------------------- verify + fault drill
+out=$("$gx" verify "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "verify: exit 0" test "$rc" -eq 0
+check "verify: a test job ran through Slurm on each node" test "$(grep -c 'pass  scheduler (.*a test job ran on node-0[56]' <<<"$out")" -eq 2
+check "verify: the MTU end to end" grep -q "node-05  pass  network .*9000-byte packets reach 198.18.1.16 unfragmented" <<<"$out"
+out=$("$gx" verify "$work/lab.yaml" --limit "$nodes" --state "$state" --fault-drill node-06 --drill-timeout 120 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "fault drill: exit 0" test "$rc" -eq 0
+check "fault drill: the controller noticed" grep -q "fault drill node-06: the controller marked it .*NOT_RESPONDING after" <<<"$out"
+check "fault drill: a job ran elsewhere meanwhile" grep -q "fault drill node-06: a job submitted meanwhile ran on node-0[1-5] " <<<"$out"
+check "fault drill: node-06 back in service" grep -q "fault drill node-06: back to IDLE" <<<"$out"
+check "after the drill node-06 is idle" bash -c '[[ $1 == IDLE* && $1 != *NOT_RESPONDING* ]]' _ "$(node_field node-06 State)"
+
+# ---------------------------------------------------------------- rollback
+out=$("$gx" rollback "$work/lab.yaml" --node node-06 --to monitoring --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "rollback --to monitoring: exit 0" test "$rc" -eq 0
+check "node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
+check "slurmd is gone from node-06" on node-06 "inactive absent" \
+  "echo \$(systemctl is-active slurmd 2>/dev/null || true) \$(dpkg-query -W -f='\${db:Status-Abbrev}' slurmd 2>/dev/null | grep -q '^ii' && echo present || echo absent)"
+check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-05 State)"
+
+finish

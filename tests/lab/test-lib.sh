@@ -1,0 +1,46 @@
+# Shared by the lab tests (sourced): TAP-like checks against the lab's
+# nodes over plain ssh with the lab's key and strict host keys.
+# Expects: $lab (the lab script), $client (the lab's client material).
+
+passed=0 failed=0
+
+ok() { passed=$((passed + 1)); echo "ok   - $*"; }
+bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
+check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else
+    bad "$what"
+    return 1
+  fi
+}
+finish() {
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+sshn() { # NODE COMMAND — strict host keys, the lab's own known_hosts
+  local node=$1
+  shift
+  local addr
+  addr=$(awk -v n="$node" '$1 == n {print $2}' <<<"$("$lab" status 2>/dev/null)")
+  ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
+    -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes \
+    -o ConnectTimeout=5 -o LogLevel=ERROR "root@$addr" "$@" </dev/null
+}
+on() { # NODE EXPECTED COMMAND — the command's output equals EXPECTED
+  local node=$1 expected=$2
+  shift 2
+  local got
+  got=$(sshn "$node" "$@" 2>&1)
+  [[ "$got" == "$expected" ]] || { echo "    $node: \`$*\` gave '$got', expected '$expected'"; return 1; }
+}
+eventually() { # SECONDS COMMAND... — true once COMMAND succeeds within SECONDS
+  local limit=$1
+  shift
+  local end=$((SECONDS + limit))
+  until "$@"; do
+    ((SECONDS < end)) || return 1
+    sleep 1
+  done
+}

@@ -1,0 +1,202 @@
+// The scheduler phase as planned from real example specs: the exact Slurm
+// registration line and the exact kubeadm JoinConfiguration and commands
+// (no API server can run here: these are what the Kubernetes path is tested
+// on), run through /bin/sh with stand-ins for kubeadm and kubectl. The join
+// token never enters a plan.
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/util/digest.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kToken = "q7x9ab.h3k2m8p4r6t1v5w0";
+
+class SchedulerPlaybook : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = "/tmp/gpx-sched-" + std::to_string(::getpid());
+    ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/home/.gpuexpand/infer-west " + dir_ + "/home/.gpuexpand-lab " + dir_ +
+                           "/bin " + dir_ + "/etc " + dir_ + "/run")
+                              .c_str()),
+              0);
+    std::ofstream(dir_ + "/home/.gpuexpand/infer-west/join-token") << kToken << "\n";
+    std::ofstream(dir_ + "/home/.gpuexpand-lab/munge.key") << "munge";
+    const char* home = std::getenv("HOME");
+    saved_home_ = home ? home : "";
+    ::setenv("HOME", (dir_ + "/home").c_str(), 1);
+  }
+  void TearDown() override {
+    ::setenv("HOME", saved_home_.c_str(), 1);
+    std::system(("rm -rf " + dir_).c_str());
+  }
+
+  // The scheduler phase's steps for the first node of an example spec,
+  // planned against a bare node's facts.
+  std::vector<ResolvedStep> scheduler_steps(const std::string& example) {
+    auto loaded = load_spec_file(testing::source_path(example), testing::schema("cluster"));
+    EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+    spec_ = *loaded.spec;
+    auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
+                                 testing::schema("facts-file"), testing::schema("facts"));
+    EXPECT_TRUE(facts) << facts.error().message;
+    json node_facts = facts.value().begin()->second;
+    plan_ = plan_node(spec_, spec_.nodes[0], testing::playbooks(), &node_facts);
+    for (const auto& phase : plan_.phases) {
+      if (phase.phase == "scheduler") return phase.steps;
+    }
+    ADD_FAILURE() << "no scheduler phase in the plan: " << plan_.message;
+    return {};
+  }
+
+  static const ResolvedStep& step(const std::vector<ResolvedStep>& steps, const std::string& id) {
+    for (const auto& s : steps) {
+      if (s.id == id) return s;
+    }
+    throw std::runtime_error("no step " + id);
+  }
+
+  void tool(const std::string& name, const std::string& body) {
+    const std::string path = dir_ + "/bin/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+  }
+
+  // Runs a step's shell text with /etc/gpuexpand and /run moved under the
+  // test directory and the stand-ins first on PATH.
+  std::pair<int, std::string> run(std::string script) {
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"/etc/gpuexpand/", dir_ + "/etc/"},
+                                   {"/run/", dir_ + "/run/"}}) {
+      for (size_t at = 0; (at = script.find(from, at)) != std::string::npos; at += to.size()) {
+        script.replace(at, from.size(), to);
+      }
+    }
+    std::ofstream(dir_ + "/step.sh") << "PATH=" << dir_ << "/bin:$PATH\n" << script;
+    FILE* pipe = ::popen(("sh " + dir_ + "/step.sh 2>&1").c_str(), "r");
+    std::string out;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+    const int status = ::pclose(pipe);
+    return {WEXITSTATUS(status), out};
+  }
+
+  std::string dir_, saved_home_;
+  ClusterSpec spec_;
+  NodePlan plan_;
+};
+
+TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
+  const auto steps = scheduler_steps("examples/lab-rack.yaml");
+  EXPECT_EQ(step(steps, "slurm-packages").params["names"], (json{"slurmd", "slurm-client", "munge"}));
+  const auto& key = step(steps, "munge-key");
+  EXPECT_EQ(key.params["src_sha256"], sha256_hex("munge"));
+  EXPECT_EQ(key.params["mode"], "0400");
+  const std::string unit = step(steps, "slurmd-dynamic").params["content"];
+  EXPECT_NE(unit.find("ConditionPathExists=\n"), std::string::npos) << unit;
+  EXPECT_NE(unit.find("ExecStart=/usr/sbin/slurmd -D -s -Z --conf-server 198.18.0.10 --conf \"Gres=gpu:8 "
+                      "Feature=h200,lab State=DRAIN\" $SLURMD_OPTIONS\n"),
+            std::string::npos)
+      << unit;
+  const std::string run = step(steps, "slurm-registration").params["run"];
+  EXPECT_EQ(run.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << run;
+  EXPECT_NE(run.find("flags=maint,ignore_jobs"), std::string::npos);
+  EXPECT_EQ(step(steps, "slurm-registration").params["rollback"],
+            "N=node-01\nscontrol delete reservation=\"gpuexpand-accept-$N\" >/dev/null 2>&1\n"
+            "scontrol delete nodename=\"$N\" >/dev/null 2>&1\ntrue\n");
+}
+
+TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
+  const auto steps = scheduler_steps("examples/k8s-rack.yaml");
+  const auto& token = step(steps, "kubeadm-token");
+  EXPECT_EQ(token.params["src_sha256"], sha256_hex(std::string(kToken) + "\n"));
+  EXPECT_EQ(token.params["path"], "/etc/gpuexpand/kubeadm-join-token");
+  EXPECT_EQ(step(steps, "kubeadm-join-config").params["content"],
+            "# Managed by gpuexpand. The bootstrap token is not in this file: it is\n"
+            "# read from /etc/gpuexpand/kubeadm-join-token when kubeadm runs.\n"
+            "apiVersion: kubeadm.k8s.io/v1beta3\n"
+            "kind: JoinConfiguration\n"
+            "discovery:\n"
+            "  bootstrapToken:\n"
+            "    apiServerEndpoint: \"k8s-api.example.com:6443\"\n"
+            "    token: \"@GPUEXPAND_TOKEN@\"\n"
+            "    caCertHashes: [\"sha256:5038ca523182bf42d0da9b8a962d7ce03df0eb42479ba0346b7aa24b80c6f810\"]\n"
+            "nodeRegistration:\n"
+            "  name: \"k8s-gpu-01\"\n"
+            "  taints: [{\"effect\":\"NoSchedule\",\"key\":\"nvidia.com/gpu\",\"value\":\"present\"}]\n"
+            "  kubeletExtraArgs:\n"
+            "    node-labels: \"gpu-type=h100,network-tier=roce-400g,storage-zone=zone-b\"\n");
+  // The token is nowhere in the plan document.
+  Plan plan;
+  plan.nodes.push_back(plan_);
+  EXPECT_EQ(plan_to_json(plan).dump().find(kToken), std::string::npos);
+
+  // The join, run: kubeadm gets a configuration with the token in it, which
+  // is gone afterwards; the command line never holds the token.
+  std::ofstream(dir_ + "/etc/kubeadm-join-token") << kToken << "\n";
+  std::ofstream(dir_ + "/etc/kubeadm-join.yaml") << step(steps, "kubeadm-join-config").params["content"].get<std::string>();
+  tool("kubeadm", "echo \"args: $*\" > " + dir_ + "/kubeadm.args; cp \"$3\" " + dir_ + "/kubeadm.config");
+  const std::string join = step(steps, "kubeadm-join").params["run"];
+  EXPECT_EQ(join.find(kToken), std::string::npos);
+  auto [rc, out] = run(join);
+  EXPECT_EQ(rc, 0) << out;
+  std::ifstream args(dir_ + "/kubeadm.args"), config(dir_ + "/kubeadm.config");
+  std::stringstream a, c;
+  a << args.rdbuf();
+  c << config.rdbuf();
+  EXPECT_EQ(a.str().rfind("args: join --config " + dir_ + "/run/gpuexpand-kubeadm.", 0), 0u) << a.str();
+  EXPECT_NE(c.str().find(std::string("    token: \"") + kToken + "\"\n"), std::string::npos) << c.str();
+  EXPECT_EQ(std::system(("ls " + dir_ + "/run | grep -q .").c_str()) == 0, false) << "the filled-in config is removed";
+
+  // A token file that does not hold a bootstrap token: refused, kubeadm not run.
+  std::ofstream(dir_ + "/etc/kubeadm-join-token") << "not-a-token\n";
+  ::unlink((dir_ + "/kubeadm.args").c_str());
+  auto [bad_rc, bad_out] = run(join);
+  EXPECT_EQ(bad_rc, 1);
+  EXPECT_NE(bad_out.find("does not hold a kubeadm bootstrap token"), std::string::npos) << bad_out;
+  EXPECT_NE(::access((dir_ + "/kubeadm.args").c_str(), F_OK), 0);
+
+  // Labels and taints through the kubelet's credentials.
+  tool("kubectl", "echo \"$*\" >> " + dir_ + "/kubectl.log");
+  auto [label_rc, label_out] = run(step(steps, "kubernetes-labels-taints").params["run"]);
+  EXPECT_EQ(label_rc, 0) << label_out;
+  std::ifstream log(dir_ + "/kubectl.log");
+  std::stringstream l;
+  l << log.rdbuf();
+  EXPECT_EQ(l.str(),
+            "--kubeconfig=/etc/kubernetes/kubelet.conf label node k8s-gpu-01 --overwrite gpu-type=h100 "
+            "network-tier=roce-400g storage-zone=zone-b\n"
+            "--kubeconfig=/etc/kubernetes/kubelet.conf taint node k8s-gpu-01 --overwrite "
+            "nvidia.com/gpu=present:NoSchedule\n");
+  // The check passes on a node that has them, fails on one that lacks one.
+  tool("kubectl",
+       "case \"$*\" in *labels*) printf '{\"gpu-type\":\"h100\",\"network-tier\":\"roce-400g\",\"storage-zone\":\"zone-b\"}' ;;"
+       " *) printf 'nvidia.com/gpu=present:NoSchedule\\n' ;; esac");
+  const std::string check = step(steps, "kubernetes-labels-taints").params["check"];
+  EXPECT_EQ(run(check).first, 0) << run(check).second;
+  tool("kubectl", "case \"$*\" in *labels*) printf '{\"gpu-type\":\"h100\"}' ;; *) printf 'nvidia.com/gpu=present:NoSchedule\\n' ;; esac");
+  EXPECT_EQ(run(check).first, 1);
+}
+
+TEST_F(SchedulerPlaybook, KubernetesWithoutACaHashIsRefused) {
+  auto result = testing::load_spec(testing::minimal_spec(
+      "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {api_endpoint: 'https://k:6443', token_file: /t}\n"));
+  EXPECT_NE(testing::diagnostics_text(result).find("ca_cert_hash"), std::string::npos)
+      << testing::diagnostics_text(result);
+}
+
+}  // namespace
+}  // namespace gpuexpand
