@@ -1,6 +1,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "audited_run.hpp"
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/facts/gather.hpp"
@@ -15,6 +16,7 @@ struct FactsOptions {
   std::vector<std::string> limits;
   std::string output = "table";
   std::string save;
+  std::string state = ".gpuexpand/state.db";
   SshOverrides ssh;
 };
 
@@ -61,7 +63,8 @@ int run_facts(Context& context, const FactsOptions& options) {
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
   const PlaybookSet& playbooks = context.playbooks();
-  auto runner = make_ssh_runner(spec, nodes, options.ssh);
+  AuditedRun audited(options.state, "facts", options.spec);
+  auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
 
   const auto start = std::chrono::steady_clock::now();
   const std::string now = utc_now_rfc3339();
@@ -84,7 +87,9 @@ int run_facts(Context& context, const FactsOptions& options) {
     std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ") << nodes.size() - unreachable
               << " answered, " << unreachable << " unreachable" << timing << "\n";
   }
-  return unreachable == 0 ? kExitOk : kExitError;
+  const int exit_code = unreachable == 0 ? kExitOk : kExitError;
+  audited.finish(exit_code);
+  return exit_code;
 }
 
 }  // namespace
@@ -96,6 +101,8 @@ void add_facts_command(CLI::App& app, Action& action) {
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   cmd->add_option("-o,--output", options->output, "table or json")->check(CLI::IsMember({"table", "json"}));
   cmd->add_option("--save", options->save, "Also save the facts (JSON) for `plan --facts`");
+  cmd->add_option("--state", options->state, "State store: the probe commands are recorded in its audit")
+      ->capture_default_str();
   add_ssh_options(*cmd, options->ssh);
   cmd->footer("Examples:\n  gpuexpand facts spec.yaml --limit rack=r01\n"
               "  gpuexpand facts spec.yaml -o json --save recorded.json\n\n"

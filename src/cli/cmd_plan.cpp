@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "audited_run.hpp"
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
@@ -19,6 +20,7 @@ struct PlanOptions {
   bool detailed_exitcode = false;
   bool no_fold = false;
   std::string save_facts;
+  std::string state = ".gpuexpand/state.db";
   SshOverrides ssh;
 };
 
@@ -34,9 +36,12 @@ int run_plan(Context& context, const PlanOptions& options) {
     facts = std::move(recorded.value());
   } else {
     // Live: one probe per node, then plan; the facts can be kept for CI.
-    auto runner = make_ssh_runner(spec, selected.value(), options.ssh);
+    AuditedRun audited(options.state, "plan", options.spec);
+    auto runner = make_ssh_runner(spec, selected.value(), options.ssh,
+                                  [&audited](const AuditRecord& r) { audited.audit(r); });
     const std::string now = utc_now_rfc3339();
     facts = gather_facts(spec, selected.value(), playbooks, *runner, now);
+    audited.finish(kExitOk);  // the record is of the probes; the plan's outcome is its exit code
     if (!options.save_facts.empty()) {
       nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", facts}};
       write_file_atomically(options.save_facts, document.dump(1) + "\n");
@@ -82,6 +87,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--save-facts", options->save_facts, "Keep the live facts in this file (JSON)")
       ->excludes(facts_option);
   add_ssh_options(*cmd, options->ssh);
+  cmd->add_option("--state", options->state, "State store: live probe commands are recorded in its audit")
+      ->capture_default_str();
   cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");

@@ -120,7 +120,7 @@ class Execution {
     if (batch_failures == batch_end_ - batch_begin_) {
       report_.stop_reason = "every node of the last batch failed";
     } else if (max_fail_ > 0 && failures_ >= max_fail_) {
-      report_.stop_reason = std::to_string(failures_) + " nodes failed, reaching --max-fail " +
+      report_.stop_reason = std::to_string(failures_) + (failures_ == 1 ? " node" : " nodes") + " failed, reaching --max-fail " +
                             (options_.max_fail ? options_.max_fail->to_string() : "");
     }
     if (!report_.stop_reason.empty()) {

@@ -58,8 +58,13 @@ std::string* CliSsh::skip_ = nullptr;
 TEST_F(CliSsh, FactsFromLiveNodes) {
   const std::string spec = write_spec(false, known_hosts_for_both());
   const std::string saved = make_temp_dir() + "/facts.json";
-  auto r = run_gpuexpand({"facts", spec, "-o", "json", "--save", saved});
+  const std::string state = make_temp_dir() + "/state.db";
+  auto r = run_gpuexpand({"facts", spec, "-o", "json", "--save", saved, "--state", state});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The probes are in the audit trail of a lock-free "facts" run.
+  auto audit = run_gpuexpand({"status", "--run", "1", "--state", state});
+  EXPECT_NE(audit.out.find("Run 1: facts "), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("2 remote commands recorded"), std::string::npos) << audit.out;
   auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["nodes"].size(), 2u);
   for (const char* node : {"n1", "n2"}) {

@@ -3,7 +3,9 @@
 # phase's effect checked on the node itself; a second apply changes nothing
 # in one round trip per node; a failed step rolls its phase back with the
 # files byte for byte; two applies on the same nodes: the second exits 4;
-# a controller killed with SIGKILL is resumed by the next apply.
+# a controller killed with SIGKILL is resumed by the next apply, also when
+# killed (or interrupted with SIGINT) in the middle of a step; --max-fail
+# with a partly failed batch; driver change with reboot; rollback --to.
 #
 # Needs a running lab with at least 4 nodes (tests/lab/lab up --nodes 4).
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/dev/src/gpuexpand).
@@ -146,6 +148,73 @@ check "store is consistent after the kill" test "$(sqlite3 "$state" 'pragma inte
 check "node-04 has the new MTU" on node-04 8000 "cat /sys/class/net/eth1/mtu"
 out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
 check "and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
+
+# ---------------------------------------------------------------- signals mid-phase
+# Playbooks from a data dir with one slow step added to the storage phase,
+# so a signal lands mid-step deterministically: the step marks its start on
+# the node, the test waits for the mark, then signals the controller.
+cp -r "$repo/schemas" "$repo/playbooks" "$work/"
+cat >>"$work/playbooks/40-storage.yaml" <<'SLOW'
+
+  - id: slow-step-for-tests
+    type: command
+    check: test -e /var/lib/gpuexpand-test/slow-done
+    run: "mkdir -p /var/lib/gpuexpand-test && touch /var/lib/gpuexpand-test/slow-started && sleep 4 && touch /var/lib/gpuexpand-test/slow-done"
+    rollback: "rm -f /var/lib/gpuexpand-test/slow-done /var/lib/gpuexpand-test/slow-started"
+SLOW
+slow_started() { sshn node-04 "test -e /var/lib/gpuexpand-test/slow-started"; }
+sshn node-04 "rm -rf /var/lib/gpuexpand-test"
+"$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/int.log" 2>&1 &
+victim=$!
+check "SIGINT: the slow step started" eventually 60 slow_started
+kill -INT "$victim"
+wait "$victim"
+rc=$?
+sed 's/^/    /' "$work/int.log"
+check "SIGINT mid-step: exit 130" test "$rc" -eq 130
+check "the running step finished, then its phase was rolled back" \
+  grep -q "node-04  storage  FAILED, rolled back .*: interrupted" "$work/int.log"
+check "the rollback ran: the step's mark is gone" on node-04 gone "test -e /var/lib/gpuexpand-test/slow-done && echo there || echo gone"
+check "the run is recorded as interrupted (exit 130)" \
+  test "$(sqlite3 "$state" "select status || ' ' || exit_code from runs order by id desc limit 1")" = "interrupted 130"
+
+"$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/kill.log" 2>&1 &
+victim=$!
+check "SIGKILL: the slow step started" eventually 60 slow_started
+kill -9 "$victim"
+wait "$victim" 2>/dev/null
+killed_run=$(sqlite3 "$state" "select max(id) from runs")
+out=$("$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "SIGKILL mid-step, then apply: exit 0" test "$rc" -eq 0
+check "  it resumes the killed run" grep -q "run $killed_run (.*) was interrupted and its process is gone" <<<"$out"
+check "  only the interrupted phase is done again (no finished phase redone)" \
+  test "$(sqlite3 "$state" "select group_concat(phase) from phase_results where run_id = (select max(id) from runs)")" = storage
+check "  the step completed" on node-04 there "test -e /var/lib/gpuexpand-test/slow-done && echo there || echo gone"
+check "  store consistent" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
+
+# ---------------------------------------------------------------- max-fail, partly failed batch
+# Batches of 2 over node-01..03, node-01 broken (a package that does not
+# exist), node-02 fine: the batch is not all-failed, but one failure
+# reaches --max-fail 1, so node-03 is not started.
+sed '/^nodes:/,$d' "$work/lab.yaml" >"$work/partial.yaml"
+cat >>"$work/partial.yaml" <<'NODES'
+nodes:
+  - name: node-01
+    address: 198.18.0.11
+    os: {packages: [chrony, rsync, jq, iputils-ping, no-such-package-gx]}
+  - {name: node-02, address: 198.18.0.12}
+  - {name: node-03, address: 198.18.0.13}
+NODES
+out=$("$gx" apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
+check "  it stops at --max-fail and says so" \
+  grep -q "stopping: 1 node failed, reaching --max-fail 1; no further batches are started" <<<"$out"
+check "  node-02 in the same batch finished" grep -q "node-02  nothing to change" <<<"$out"
+check "  node-03 was not started" grep -q "1 failed, 0 unreachable, 1 not started" <<<"$out"
 
 # ---------------------------------------------------------------- driver change
 # 550 -> 535 on node-02: the package is downgraded, the node rebooted (the

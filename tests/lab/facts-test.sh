@@ -17,20 +17,8 @@ gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
 client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
 work=$(mktemp -d)
 trap 'rm -rf "$work"; "$lab" start node-04 >/dev/null 2>&1' EXIT
-passed=0 failed=0
-
-ok() { passed=$((passed + 1)); echo "ok   - $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
-check() {
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
+# shellcheck source=tests/lab/test-lib.sh
+source "$here/test-lib.sh"
 
 "$lab" status >/dev/null 2>&1 || { bad "lab is up"; finish; }
 "$lab" spec >"$work/lab.yaml"
@@ -77,6 +65,30 @@ check "a missing key file is named" grep -q "cannot use the key $work/no-such-ke
 sed "s|user: root|user: nobody|" "$work/lab.yaml" >"$work/user.yaml"
 out=$("$gx" facts "$work/user.yaml" --limit node-01 2>&1)
 check "a wrong user fails authentication, named" grep -q "authentication as nobody failed" <<<"$out"
+
+# become: sudo as an unprivileged user. A sudo that wants a password is
+# named as such (sudo -n never prompts); with NOPASSWD the probe runs.
+# node-06: the apply tests only need it bare of gpuexpand's phases.
+if "$lab" status 2>/dev/null | grep -q '^node-06 '; then
+  "$lab" ssh node-06 -- "apt-get update -q >/dev/null && apt-get install -y -q sudo >/dev/null &&
+    (id ops >/dev/null 2>&1 || useradd -m -s /bin/bash ops) && echo ops:not-a-secret | chpasswd &&
+    install -d -m 0700 -o ops -g ops /home/ops/.ssh && install -m 0600 -o ops -g ops /root/.ssh/authorized_keys /home/ops/.ssh/ &&
+    echo 'ops ALL=(ALL) ALL' >/etc/sudoers.d/ops && chmod 0440 /etc/sudoers.d/ops" </dev/null
+  sed "s|^  user: root|  user: ops\n  become: sudo|" "$work/lab.yaml" >"$work/sudo.yaml"
+  out=$("$gx" facts "$work/sudo.yaml" --limit node-06 2>&1)
+  rc=$?
+  check "become: sudo with a password-asking sudo: exit 1" test "$rc" -eq 1
+  check "it says sudo needs a password, for whom" \
+    grep -q "unreachable: node-06 (198.18.0.16): sudo needs a password for ops (become: sudo requires NOPASSWD sudo on the node)" <<<"$out" ||
+    sed 's/^/    /' <<<"$out"
+  "$lab" ssh node-06 -- "echo 'ops ALL=(ALL) NOPASSWD: ALL' >/etc/sudoers.d/ops" </dev/null
+  out=$("$gx" facts "$work/sudo.yaml" --limit node-06 -o json 2>&1)
+  rc=$?
+  check "with NOPASSWD sudo the probe runs through sudo: exit 0" test "$rc" -eq 0 || sed 's/^/    /' <<<"$out"
+  check "  and returns the node's facts" test "$(jq -r '.nodes["node-06"].os.family' <<<"$out")" = debian
+else
+  bad "the sudo checks need node-06 (tests/lab/lab up --nodes 6)"
+fi
 
 # Hostile values: a mountpoint full of shell syntax is probed as one path.
 sed "s|mountpoint: /mnt/shared|mountpoint: \"/mnt/x'; touch /tmp/gx-pwned; echo '\"|" "$work/lab.yaml" >"$work/hostile.yaml"
