@@ -65,7 +65,20 @@ std::string ipv4_of(const json& facts, const std::string& name) {
   return "";
 }
 
-CheckResult gpu_check(const json& expected, const json& facts) {
+// The GPU count a Slurm GRES list promises ("gpu:8", "gpu:h200:8"), or -1.
+long gres_gpu_count(const json& slurm) {
+  long total = -1;
+  for (const auto& g : strings(member(slurm, "gres"))) {
+    if (g.rfind("gpu:", 0) != 0) continue;
+    try {
+      total = std::max(total, 0L) + std::stol(g.substr(g.rfind(':') + 1));
+    } catch (...) {
+    }
+  }
+  return total;
+}
+
+CheckResult gpu_check(const json& expected, const json& facts, long gres_gpus) {
   if (!expected.is_object()) return result("gpu", "skip", "no GPUs in the spec");
   const json& gpus = member(facts, "gpus");
   const long count = number(gpus, "count", 0);
@@ -76,6 +89,11 @@ CheckResult gpu_check(const json& expected, const json& facts) {
   }
   if (wanted_count >= 0 && count != wanted_count) {
     problems.push_back(std::to_string(count) + " GPUs, expected " + std::to_string(wanted_count));
+  }
+  // Slurm would hand out GPUs the node does not have (or hide some).
+  if (gres_gpus >= 0 && count != gres_gpus) {
+    problems.push_back("the Slurm GRES promises " + std::to_string(gres_gpus) + " GPUs, the node has " +
+                       std::to_string(count));
   }
   const std::string model = text(gpus, "model");
   const std::string wanted_model = text(expected, "expected_model");
@@ -232,7 +250,9 @@ std::string acceptance_record(const json& settings) {
 
 std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
   std::vector<CheckResult> out;
-  if (wants(settings, "gpu")) out.push_back(gpu_check(member(settings, "gpu"), facts));
+  if (wants(settings, "gpu")) {
+    out.push_back(gpu_check(member(settings, "gpu"), facts, gres_gpu_count(member(settings, "slurm"))));
+  }
   if (wants(settings, "network")) {
     if (!member(settings, "interfaces").empty()) out.push_back(interface_check(settings, facts));
     const std::string rdma = text(settings, "rdma", "none");
@@ -297,6 +317,10 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
       s += "    scontrol update nodename=\"$N\" state=resume >/dev/null 2>&1; sleep 2;"
            " line=$(timeout 15 scontrol show node \"$N\" -o 2>&1); fi;; esac\n";
     }
+    // A node (re)registered a moment ago can show NOT_RESPONDING until the
+    // controller's next ping: give it up to 30 s before judging.
+    s += "  i=0; while [ $i -lt 30 ] && printf '%s' \"$(f State)\" | grep -q NOT_RESPONDING; do sleep 1; i=$((i + 1));"
+         " line=$(timeout 15 scontrol show node \"$N\" -o 2>&1); done\n";
     s += "  state=$(f State); feats=$(f AvailableFeatures); gres=$(f Gres)\n";
     s += "  case \"$state\" in *DRAIN*|*DOWN*|*FAIL*|*INVAL*|*NOT_RESPONDING*|*FUTURE*) res scheduler fail \"$t\" "
          "\"state $state$(printf '%s' \"$line\" | sed -n 's/.* Reason=/, reason: /p')\"; return;; esac\n";
@@ -349,13 +373,17 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
       const std::string qmp = q(mp);
       s += "t=$(now); f=" + q(mp + "/.gpuexpand-acceptance-" + node) + "\n";
       s += "if ! mountpoint -q " + qmp + "; then res storage fail \"$t\" " + q(mp + " is not mounted") + "\n";
-      s += "elif s=$(now) && dd if=/dev/zero of=\"$f\" bs=1M count=32 conv=fsync 2>/dev/null; then e=$(now); rm -f "
-           "\"$f\"\n";
+      s += "elif s=$(now) && dd if=/dev/zero of=\"$f\" bs=1M count=32 conv=fsync 2>/dev/null; then e=$(now)\n";
+      // Read back what was written (the size proves it; the page cache
+      // may serve it, so no read figure is claimed).
+      s += "  r=$(dd if=\"$f\" bs=1M 2>/dev/null | wc -c); rm -f \"$f\"\n";
       // 32 MiB = 33.554432 MB
       s += "  mbps=$(awk -v a=\"$s\" -v b=\"$e\" 'BEGIN{d=(b-a)/1e9; if (d<=0) d=1e-9; printf \"%d\", 33.554432/d}')\n";
-      s += "  if [ \"$mbps\" -lt " + std::to_string(min) + " ]; then res storage fail \"$t\" " + q(mp + ": ") +
+      s += "  if [ \"$r\" -ne 33554432 ]; then res storage fail \"$t\" " + q(mp + ": ") +
+           "\"read back $r of 33554432 bytes written\"\n";
+      s += "  elif [ \"$mbps\" -lt " + std::to_string(min) + " ]; then res storage fail \"$t\" " + q(mp + ": ") +
            "\"$mbps MB/s write, below the minimum " + std::to_string(min) + " MB/s\"\n";
-      s += "  else res storage pass \"$t\" " + q(mp + ": writable, ") + "\"$mbps MB/s write\"; fi\n";
+      s += "  else res storage pass \"$t\" " + q(mp + ": writable, ") + "\"$mbps MB/s write, read back\"; fi\n";
       s += "else rm -f \"$f\"; res storage fail \"$t\" " + q(mp + " is not writable") + "; fi\n";
     }
   }

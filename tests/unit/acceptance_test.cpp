@@ -79,6 +79,11 @@ TEST(Acceptance, GpuCheckOnRecordedFacts) {
             "gpu=fail: 7 GPUs, expected 8; driver 535.129.03, expected 550.90.07; persistence mode is off; GPU 3: 2 "
             "uncorrected ECC errors (at most 0)\n");
 
+  // A GRES that promises another number of GPUs than the node has.
+  json gres = {{"checks", {"gpu"}}, {"gpu", {{"expected_count", 8}}}, {"slurm", {{"gres", {"gpu:h200:4"}}}}};
+  EXPECT_EQ(statuses(facts_checks(gres, h200_facts())),
+            "gpu=fail: the Slurm GRES promises 4 GPUs, the node has 8\n");
+
   facts["gpus"] = {{"count", 0}};
   EXPECT_EQ(statuses(facts_checks(settings, facts)), "gpu=fail: no GPU found (nvidia-smi missing or failing)\n");
 }
@@ -195,6 +200,22 @@ TEST_F(AcceptanceScript, DrainedOrUnregisteredNodesFailTheSchedulerCheck) {
   tool("scontrol", "echo 'Node node-01 not found' >&2; exit 1");
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Apply)));
   EXPECT_EQ(statuses(results), "scheduler=fail: not registered with the controller: Node node-01 not found\n");
+}
+
+// Right after (re)registration the controller may still say NOT_RESPONDING
+// until its next ping: the check waits for that to clear.
+TEST_F(AcceptanceScript, ATransientNotRespondingIsWaitedOut) {
+  tool("scontrol",
+       "case \"$*\" in 'show node node-01 -o') n=$(cat " + dir_ + "/calls 2>/dev/null || echo 0); echo $((n + 1)) > " +
+           dir_ + "/calls; if [ $n -lt 2 ]; then s=IDLE+DYNAMIC_NORM+NOT_RESPONDING; else s=IDLE+DYNAMIC_NORM; fi;"
+           " echo \"NodeName=node-01 AvailableFeatures=h200,lab Gres=gpu:8 State=$s ThreadsPerCore=1\" ;; *) exit 1 ;; esac");
+  tool("srun", "echo node-01");
+  json s = settings();
+  s["checks"] = {"scheduler"};
+  auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Apply)));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_NE(results[0].detail.find("state IDLE+DYNAMIC_NORM,"), std::string::npos) << results[0].detail;
 }
 
 TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
