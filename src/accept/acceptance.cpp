@@ -203,7 +203,15 @@ json acceptance_settings(const json& vars) {
     if (member(i, "mtu").is_number_integer()) entry["mtu"] = i["mtu"];
     settings["interfaces"].push_back(entry);
   }
-  settings["rdma"] = text(member(network, "rdma"), "kind", "none");
+  const json& rdma = member(network, "rdma");
+  settings["rdma"] = text(rdma, "kind", "none");
+  // RoCE QoS as the rdma phase set it (derived by the spec loader).
+  if (settings["rdma"] == "roce" && member(member(rdma, "pfc"), "enabled") == json(true)) {
+    settings["pfc_on"] = text(rdma, "pfc_on");
+  }
+  if (settings["rdma"] == "roce" && member(rdma, "ecn") == json(true)) {
+    settings["ecn_priorities"] = text(rdma, "ecn_priorities");
+  }
 
   settings["mounts"] = json::array();
   const json& storage = member(vars, "storage");
@@ -363,6 +371,35 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
            " >/dev/null 2>&1; then res network pass \"$t\" " + q(what + "reach " + peer->second + " unfragmented") + "\n";
       s += "else res network fail \"$t\" " +
            q(what + "do not reach " + peer->second + " (ping -M do -s " + size + ")") + "; fi\n";
+    }
+  }
+
+  if (wants(settings, "network")) {
+    const json& pfc = member(settings, "pfc_on");
+    const json& ecn = member(settings, "ecn_priorities");
+    for (const auto& i : member(settings, "interfaces")) {
+      const std::string name = text(i, "name");
+      const std::string qname = q(name);
+      if (pfc.is_string()) {
+        const std::string want = pfc.get<std::string>();
+        s += "t=$(now); if cur=$(dcb pfc show dev " + qname + " prio-pfc 2>/dev/null); then got=$(printf '%s\n' $cur | "
+             "sed -n 's/^\\([0-7]\\):on$/\\1/p' | sort -n | paste -sd, -)\n";
+        s += "  if [ \"$got\" = " + q(want) + " ]; then res network pass \"$t\" " + q(name + ": PFC on priorities " + want) +
+             "; else res network fail \"$t\" " + q(name + ": PFC on priorities ") + "\"${got:-none}\"" +
+             q(", expected " + want) + "; fi\n";
+        s += "else res network skip \"$t\" " +
+             q(name + ": PFC not checked: the NIC has no DCB support (dcb pfc show failed)") + "; fi\n";
+      }
+      if (ecn.is_string()) {
+        const std::string e = "/sys/class/net/" + name + "/ecn";
+        s += "t=$(now); if [ -d " + q(e + "/roce_np/enable") + " ]; then bad=\n";
+        s += "  for p in $(printf '%s' " + q(ecn.get<std::string>()) +
+             " | tr ',' ' '); do for s in roce_np roce_rp; do [ \"$(cat " + q(e) +
+             "/$s/enable/$p 2>/dev/null)\" = 1 ] || bad=\"$bad $s/$p\"; done; done\n";
+        s += "  if [ -z \"$bad\" ]; then res network pass \"$t\" " + q(name + ": ECN on for the lossless priorities") +
+             "; else res network fail \"$t\" " + q(name + ": ECN off for") + "\"$bad\"; fi\n";
+        s += "else res network skip \"$t\" " + q(name + ": ECN not checked: no mlx5 ECN controls in " + e) + "; fi\n";
+      }
     }
   }
 

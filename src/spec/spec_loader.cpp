@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <functional>
 #include <unordered_map>
@@ -271,6 +272,7 @@ class SpecBuilder {
     apply_derived_defaults(settings);
     derive_slurm_registration(settings);
     derive_kubernetes_join(settings);
+    derive_rdma_qos(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
@@ -345,6 +347,32 @@ class SpecBuilder {
     slurm["node_conf"] = conf + "State=DRAIN";
     slurm["gres_list"] = gres;
     slurm["feature_list"] = features;
+  }
+
+  // PFC and ECN in the forms the rdma playbook's commands take: the lossless
+  // priorities "3,4" (sorted, to compare with what the NIC reports) and the
+  // full `dcb pfc set … prio-pfc` map "0:off … 3:on …"; ECN applies to the
+  // PFC priorities, or to all eight when PFC names none.
+  static void derive_rdma_qos(nlohmann::json& settings) {
+    auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
+    if (!network || !network->is_object() || !network->contains("rdma") || !(*network)["rdma"].is_object()) return;
+    auto& rdma = (*network)["rdma"];
+    std::set<int> on;
+    const auto pfc = rdma.value("pfc", nlohmann::json::object());
+    if (pfc.is_object() && pfc.value("enabled", false) && pfc.contains("priorities") && pfc["priorities"].is_array()) {
+      for (const auto& p : pfc["priorities"]) {
+        if (p.is_number_integer() && p.get<int>() >= 0 && p.get<int>() <= 7) on.insert(p.get<int>());
+      }
+    }
+    std::string list, map, ecn;
+    for (int p = 0; p <= 7; ++p) {
+      map += (p ? " " : "") + std::to_string(p) + (on.count(p) ? ":on" : ":off");
+      if (on.count(p)) list += (list.empty() ? "" : ",") + std::to_string(p);
+      if (on.empty() || on.count(p)) ecn += (ecn.empty() ? "" : ",") + std::to_string(p);
+    }
+    rdma["pfc_on"] = list;
+    rdma["pfc_map"] = map;
+    rdma["ecn_priorities"] = ecn;
   }
 
   // The kubeadm join inputs as the scheduler playbook needs them: the API

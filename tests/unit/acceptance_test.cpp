@@ -218,6 +218,34 @@ TEST_F(AcceptanceScript, ATransientNotRespondingIsWaitedOut) {
   EXPECT_NE(results[0].detail.find("state IDLE+DYNAMIC_NORM,"), std::string::npos) << results[0].detail;
 }
 
+// RoCE QoS: checked where the NIC has the controls, skipped with the reason
+// where it has not.
+TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
+  json s = {{"node", "node-01"},
+            {"checks", {"network"}},
+            {"interfaces", {{{"name", "gx-no-such-if0"}, {"mtu", 9000}}}},
+            {"pfc_on", "3"},
+            {"ecn_priorities", "3"}};
+  tool("dcb", "echo 'prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off'");
+  auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_NE(results[0].detail.find("gx-no-such-if0: PFC on priorities 3"), std::string::npos) << results[0].detail;
+  EXPECT_NE(results[0].detail.find("gx-no-such-if0: ECN not checked: no mlx5 ECN controls in "
+                                   "/sys/class/net/gx-no-such-if0/ecn"),
+            std::string::npos)
+      << results[0].detail;
+  tool("dcb", "echo 'prio-pfc 0:off 1:off 2:off 3:off 4:on 5:off 6:off 7:off'");
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_NE(results[0].detail.find("gx-no-such-if0: PFC on priorities 4, expected 3"), std::string::npos)
+      << results[0].detail;
+  tool("dcb", "exit 1");
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
+  EXPECT_EQ(results[0].status, "skip") << results[0].detail;
+  EXPECT_NE(results[0].detail.find("PFC not checked: the NIC has no DCB support"), std::string::npos);
+}
+
 TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
   json s = settings();
   s["checks"] = {"network", "storage"};

@@ -47,7 +47,9 @@ class SchedulerPlaybook : public ::testing::Test {
 
   // The scheduler phase's steps for the first node of an example spec,
   // planned against a bare node's facts.
-  std::vector<ResolvedStep> scheduler_steps(const std::string& example) {
+  std::vector<ResolvedStep> scheduler_steps(const std::string& example) { return phase_steps(example, "scheduler"); }
+
+  std::vector<ResolvedStep> phase_steps(const std::string& example, const std::string& wanted) {
     auto loaded = load_spec_file(testing::source_path(example), testing::schema("cluster"));
     EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
     spec_ = *loaded.spec;
@@ -57,15 +59,15 @@ class SchedulerPlaybook : public ::testing::Test {
     json node_facts = facts.value().begin()->second;
     plan_ = plan_node(spec_, spec_.nodes[0], testing::playbooks(), &node_facts);
     for (const auto& phase : plan_.phases) {
-      if (phase.phase == "scheduler") return phase.steps;
+      if (phase.phase == wanted) return phase.steps;
     }
-    ADD_FAILURE() << "no scheduler phase in the plan: " << plan_.message;
+    ADD_FAILURE() << "no " << wanted << " phase in the plan: " << plan_.message;
     return {};
   }
 
   static const ResolvedStep& step(const std::vector<ResolvedStep>& steps, const std::string& id) {
     for (const auto& s : steps) {
-      if (s.id == id) return s;
+      if (s.id == id || s.key == id) return s;
     }
     throw std::runtime_error("no step " + id);
   }
@@ -80,7 +82,9 @@ class SchedulerPlaybook : public ::testing::Test {
   // test directory and the stand-ins first on PATH.
   std::pair<int, std::string> run(std::string script) {
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"/etc/gpuexpand/", dir_ + "/etc/"},
-                                   {"/run/", dir_ + "/run/"}}) {
+                                   {"/run/", dir_ + "/run/"},
+                                   {"/var/lib/gpuexpand/", dir_ + "/var/"},
+                                   {"/sys/class/net/", dir_ + "/sys/"}}) {
       for (size_t at = 0; (at = script.find(from, at)) != std::string::npos; at += to.size()) {
         script.replace(at, from.size(), to);
       }
@@ -189,6 +193,58 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   EXPECT_EQ(run(check).first, 0) << run(check).second;
   tool("kubectl", "case \"$*\" in *labels*) printf '{\"gpu-type\":\"h100\"}' ;; *) printf 'nvidia.com/gpu=present:NoSchedule\\n' ;; esac");
   EXPECT_EQ(run(check).first, 1);
+}
+
+// RoCE QoS (examples/k8s-rack.yaml: PFC on priority 3, ECN): set where the
+// NIC supports it, left alone (check passes) where it does not, restored on
+// rollback. Stand-ins: `dcb`, and /sys/class/net moved under the test dir.
+TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {
+  const auto steps = phase_steps("examples/k8s-rack.yaml", "rdma");
+  const auto& pfc = step(steps, "pfc[ens1f0np0]");
+  const auto& ecn = step(steps, "ecn[ens1f0np0]");
+  tool("dcb", "echo \"$*\" >> " + dir_ + "/dcb.log; case \"$1 $2\" in 'pfc show') cat " + dir_ + "/pfc ;; esac");
+  std::ofstream(dir_ + "/pfc") << "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n";
+  EXPECT_EQ(run(pfc.params["check"]).first, 0) << "priority 3 lossless: converged";
+  std::ofstream(dir_ + "/pfc") << "prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n";
+  EXPECT_EQ(run(pfc.params["check"]).first, 1);
+  auto [rc, out] = run(pfc.params["run"]);
+  EXPECT_EQ(rc, 0) << out;
+  std::ifstream log(dir_ + "/dcb.log");
+  std::stringstream l;
+  l << log.rdbuf();
+  EXPECT_NE(l.str().find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"),
+            std::string::npos)
+      << l.str();
+  std::ifstream saved(dir_ + "/var/pfc/ens1f0np0");
+  std::stringstream sv;
+  sv << saved.rdbuf();
+  EXPECT_EQ(sv.str(), "0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n");
+  EXPECT_EQ(run(pfc.params["rollback"]).first, 0);
+  std::ifstream log2(dir_ + "/dcb.log");
+  std::stringstream l2;
+  l2 << log2.rdbuf();
+  EXPECT_NE(l2.str().find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n"),
+            std::string::npos)
+      << l2.str();
+  tool("dcb", "echo 'Operation not supported' >&2; exit 1");
+  EXPECT_EQ(run(pfc.params["check"]).first, 0) << "no DCB on the NIC: nothing gpuexpand can set";
+
+  // ECN through mlx5's sysfs controls.
+  const std::string e = dir_ + "/sys/ens1f0np0/ecn";
+  ASSERT_EQ(std::system(("mkdir -p " + e + "/roce_np/enable " + e + "/roce_rp/enable && echo 0 > " + e +
+                         "/roce_np/enable/3 && echo 0 > " + e + "/roce_rp/enable/3")
+                            .c_str()),
+            0);
+  EXPECT_EQ(run(ecn.params["check"]).first, 1);
+  EXPECT_EQ(run(ecn.params["run"]).first, 0);
+  EXPECT_EQ(run(ecn.params["check"]).first, 0);
+  EXPECT_EQ(run(ecn.params["rollback"]).first, 0);
+  std::ifstream np(e + "/roce_np/enable/3");
+  std::string value;
+  np >> value;
+  EXPECT_EQ(value, "0") << "rollback puts the old value back";
+  ASSERT_EQ(std::system(("rm -rf " + dir_ + "/sys").c_str()), 0);
+  EXPECT_EQ(run(ecn.params["check"]).first, 0) << "no ECN controls: left alone";
 }
 
 TEST_F(SchedulerPlaybook, KubernetesWithoutACaHashIsRefused) {
