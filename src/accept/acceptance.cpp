@@ -344,7 +344,7 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
          "Gres=$gres)\"; return; }\n";
     s += "  r=; scontrol show reservation \"$R\" >/dev/null 2>&1 && r=\"--reservation=$R\"\n";
     s += "  out=$(timeout " + std::to_string(job_timeout) +
-         " srun $r -w \"$N\" -N 1 -n 1 -t 2 -J gpuexpand-acceptance hostname 2>&1); rc=$?\n";
+         " srun -Q $r -w \"$N\" -N 1 -n 1 -t 2 -J gpuexpand-acceptance hostname 2>&1); rc=$?\n";
     s += "  if [ $rc -eq 0 ] && [ \"$out\" = \"$N\" ]; then res scheduler pass \"$t\" \"state $state, features $feats, "
          "GRES $gres; a test job ran on $N${r:+ in reservation $R}\"\n";
     s += "  elif [ $rc -eq 124 ]; then res scheduler fail \"$t\" \"the test job did not run within " +
@@ -471,8 +471,19 @@ std::vector<CheckResult> parse_acceptance_output(std::string_view output) {
   return out;
 }
 
+bool acceptance_script_finished(std::string_view output) {
+  return output.find("\n@@end") != std::string_view::npos || output.rfind("@@end", 0) == 0;
+}
+
 std::vector<CheckResult> merge_check_results(const json& settings, std::vector<CheckResult> from_facts,
-                                             std::vector<CheckResult> from_script) {
+                                             std::vector<CheckResult> from_script, bool script_finished) {
+  if (!script_finished) {
+    // Whatever the script did not get to must not pass on facts alone.
+    for (const char* check : {"scheduler", "network", "storage", "monitoring"}) {
+      CheckResult stopped = result(check, "fail", "the check script stopped before its end");
+      from_script.push_back(stopped);
+    }
+  }
   std::vector<CheckResult> out;
   for (const auto& name : strings(member(settings, "checks"))) {
     if (name == "multinode") continue;  // one job over several nodes: run for the whole run
@@ -545,7 +556,7 @@ std::string drain_command(const json& settings, const std::string& reason) {
 std::string multinode_command(const std::vector<std::string>& nodes, int job_timeout_seconds) {
   std::string list;
   for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
-  return "timeout " + std::to_string(job_timeout_seconds) + " srun -N " + std::to_string(nodes.size()) + " -w " +
+  return "timeout " + std::to_string(job_timeout_seconds) + " srun -Q -N " + std::to_string(nodes.size()) + " -w " +
          q(list) + " -t 2 -J gpuexpand-multinode hostname 2>&1";
 }
 

@@ -2,6 +2,9 @@
 // nothing (no release, no drain), results in the state store; optionally a
 // fault drill on one node.
 
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -20,6 +23,12 @@ namespace {
 
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
+
+std::atomic<bool> g_drill_stop{false};
+void request_drill_stop(int signal_number) {
+  g_drill_stop.store(true);
+  ::signal(signal_number, SIG_DFL);  // a second signal ends the process (the node's timer restores slurmd)
+}
 
 struct VerifyOptions {
   std::string state = ".gpuexpand/state.db";
@@ -101,7 +110,8 @@ int run_verify(Context& context, const VerifyOptions& options) {
         lost.detail = "cannot run the checks: " + outcome.message;
         results[i] = {lost};
       } else {
-        results[i] = merge_check_results(settings[i], from_facts, parse_acceptance_output(outcome.out));
+        results[i] = merge_check_results(settings[i], from_facts, parse_acceptance_output(outcome.out),
+                                         acceptance_script_finished(outcome.out));
       }
     });
   }
@@ -138,6 +148,12 @@ int run_verify(Context& context, const VerifyOptions& options) {
   size_t passed = 0, failed = 0, unreachable = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!reachable[i]) {
+      // Recorded, so `status` does not keep showing an older pass.
+      CheckResult lost;
+      lost.check = "acceptance";
+      lost.status = "fail";
+      lost.detail = "unreachable: " + facts.at(nodes[i]->name).value("unreachable", std::string());
+      journal.checks_recorded(nodes[i]->name, {lost});
       ++unreachable;
       continue;
     }
@@ -152,7 +168,13 @@ int run_verify(Context& context, const VerifyOptions& options) {
       std::cout << "fault drill: " << options.fault_drill << " is unreachable" << std::endl;
       drill_ok = false;
     } else {
-      CheckResult drill = run_fault_drill(*runner, drill_index, options.fault_drill, options.drill_timeout, std::cout);
+      // Ctrl-C during the drill: finish the step, then restore slurmd.
+      ::signal(SIGINT, request_drill_stop);
+      ::signal(SIGTERM, request_drill_stop);
+      CheckResult drill = run_fault_drill(*runner, drill_index, options.fault_drill, options.drill_timeout, std::cout,
+                                          &g_drill_stop);
+      ::signal(SIGINT, SIG_DFL);
+      ::signal(SIGTERM, SIG_DFL);
       journal.checks_recorded(options.fault_drill, {drill});
       drill_ok = drill.status == "pass";
     }

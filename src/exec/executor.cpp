@@ -349,7 +349,8 @@ class Execution {
         roll_back(run, run.phase.steps[run.step].key, "cannot run the acceptance checks: " + outcome.message);
         return;
       }
-      auto results = merge_check_results(settings, from_facts, parse_acceptance_output(outcome.out));
+      auto results = merge_check_results(settings, from_facts, parse_acceptance_output(outcome.out),
+                                         acceptance_script_finished(outcome.out));
       journal_.checks_recorded(run.node->name, results);
       if (all_passed(results)) {
         AcceptanceCommand release = release_command(settings);
@@ -373,10 +374,13 @@ class Execution {
       // apply passes it.
       const std::string failed = failure_summary(results);
       const std::string command = "rm -f " + std::string(kAcceptanceRecordPath) + "; " + drain_command(settings, failed);
-      runner_.submit(run.index, {command, "", {}, false}, [this, &run, failed](const CommandOutcome& drained) {
-        const std::string message = "acceptance failed: " + failed +
-                                    (drained.ok() ? std::string(" (node drained)")
-                                                  : "; could not drain the node: " + drained.message);
+      runner_.submit(run.index, {command, "", {}, false}, [this, &run, failed, settings](const CommandOutcome& drained) {
+        const bool slurm = settings.value("slurm", json()).is_object();
+        const std::string message =
+            "acceptance failed: " + failed +
+            (!slurm        ? std::string(" (no Slurm: gpuexpand cannot take the node out of service)")
+             : drained.ok() ? std::string(" (node drained)")
+                            : "; could not drain the node: " + drained.message);
         const std::string step = run.phase.steps[run.step].key;
         finish_phase(run, "failed", step, message);
         node_done(run, NodeResult::Failed, run.node->name + ": phase " + run.phase.phase + ", step " + step + ": " + message);

@@ -464,6 +464,9 @@ class SpecBuilder {
       // No ca_cert_hash would mean trusting whatever answers at the
       // endpoint with the bootstrap token: refused.
       require_merged(*scheduler, "kubernetes", {"api_endpoint", "token_file", "ca_cert_hash"}, "/scheduler", at);
+      if (const auto* k8s = member(*scheduler, "kubernetes"); k8s && k8s->contains("labels") && (*k8s)["labels"].is_object()) {
+        check_kubelet_labels((*k8s)["labels"], at);
+      }
     }
     if (const auto* monitoring = member(settings, "monitoring")) {
       require_merged(*monitoring, "log_forwarding", {"target"}, "/monitoring", at);
@@ -508,6 +511,34 @@ class SpecBuilder {
         error(at(pointer), human_path(pointer) + ": missing required key '" + key +
                                "' (after merging defaults, rack, groups and the node entry)", true);
       }
+    }
+  }
+
+  // A joining node sets its labels itself (kubelet --node-labels, then with
+  // its own credentials), and NodeRestriction lets a kubelet set only these
+  // in the kubernetes.io / k8s.io namespaces: anything else would stop the
+  // kubelet from starting.
+  template <typename At>
+  void check_kubelet_labels(const nlohmann::json& labels, At at) {
+    auto ends_with = [](const std::string& s, const std::string& tail) {
+      return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    for (const auto& [key, _] : labels.items()) {
+      const auto slash = key.find('/');
+      if (slash == std::string::npos) continue;
+      const std::string prefix = key.substr(0, slash);
+      const bool reserved = prefix == "kubernetes.io" || prefix == "k8s.io" || ends_with(prefix, ".kubernetes.io") ||
+                            ends_with(prefix, ".k8s.io");
+      const bool allowed = prefix == "kubelet.kubernetes.io" || prefix == "node.kubernetes.io" ||
+                           key == "topology.kubernetes.io/region" || key == "topology.kubernetes.io/zone";
+      if (!reserved || allowed) continue;
+      std::string escaped;
+      for (char c : key) escaped += c == '/' ? std::string("~1") : c == '~' ? std::string("~0") : std::string(1, c);
+      error(at("/scheduler/kubernetes/labels/" + escaped),
+            "label '" + key + "' cannot be set by the node itself (Kubernetes NodeRestriction allows only "
+            "kubelet.kubernetes.io/, node.kubernetes.io/ and topology.kubernetes.io/{region,zone}): set it with kubectl "
+            "as a cluster admin",
+            true);
     }
   }
 

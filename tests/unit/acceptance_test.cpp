@@ -156,7 +156,7 @@ TEST_F(AcceptanceScript, AllPassWithHealthyStandIns) {
        "case \"$*\" in 'show node node-01 -o') echo 'NodeName=node-01 Arch=x86_64 CoresPerSocket=1 "
        "AvailableFeatures=h200,lab ActiveFeatures=h200,lab Gres=gpu:8 State=IDLE+MAINT ThreadsPerCore=1' ;;"
        " 'show reservation gpuexpand-accept-node-01') exit 0 ;; *) exit 9 ;; esac");
-  tool("srun", "[ \"$1\" = --reservation=gpuexpand-accept-node-01 ] && echo node-01");
+  tool("srun", "[ \"$1 $2\" = '-Q --reservation=gpuexpand-accept-node-01' ] && echo node-01");
   tool("ping", "[ \"$*\" = '-M do -s 8972 -c 2 -W 2 -I eth1 198.18.1.12' ]");
   tool("mountpoint", "[ -d \"$2\" ]");
   tool("curl", "printf '# HELP x\\nnode_cpu_seconds_total{cpu=\"0\"} 1\\n'");
@@ -252,6 +252,14 @@ TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
   auto results = merge_check_results(s, {}, parse_acceptance_output("@@check network skip 0.00 eth1: no peer\n"));
   EXPECT_EQ(statuses(results),
             "network=skip: eth1: no peer\nstorage=fail: no result: the check script stopped early\n");
+  // A script that never reached its end (the connection dropped): what it
+  // did not report fails, even where the facts alone would pass.
+  EXPECT_FALSE(acceptance_script_finished("@@check network skip 0.00 eth1: no peer\n"));
+  EXPECT_TRUE(acceptance_script_finished("@@check network skip 0.00 x\n@@end\n"));
+  results = merge_check_results(s, {{0, "", "network", "pass", "eth1 up, MTU 9000", 0, ""}}, {}, false);
+  EXPECT_EQ(statuses(results),
+            "network=fail: eth1 up, MTU 9000; the check script stopped before its end\n"
+            "storage=fail: the check script stopped before its end\n");
   const std::string script = acceptance_script(s, {}, AcceptanceMode::Verify);
   EXPECT_NE(script.find("no other node of this run has an IPv4 address on eth1"), std::string::npos);
 }
@@ -279,7 +287,7 @@ TEST(Acceptance, ReleaseDrainAndMultinodeCommands) {
             "scontrol update nodename=node-01 state=drain reason='gpuexpand acceptance: gpu: driver 535, it'\\''s wrong'");
   EXPECT_EQ(drain_command({{"node", "n"}}, "x"), "true") << "no Slurm: nothing to drain";
   EXPECT_EQ(multinode_command({"node-01", "node-02"}, 60),
-            "timeout 60 srun -N 2 -w node-01,node-02 -t 2 -J gpuexpand-multinode hostname 2>&1");
+            "timeout 60 srun -Q -N 2 -w node-01,node-02 -t 2 -J gpuexpand-multinode hostname 2>&1");
   EXPECT_EQ(multinode_result({"node-01", "node-02"}, 0, "node-02\nnode-01\n", 1.5).status, "pass");
   const CheckResult failed = multinode_result({"node-01", "node-02"}, 1, "srun: error: Unable to allocate\n", 1);
   EXPECT_EQ(failed.status, "fail");

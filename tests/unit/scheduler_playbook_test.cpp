@@ -115,12 +115,23 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
                       "Feature=h200,lab State=DRAIN\" $SLURMD_OPTIONS\n"),
             std::string::npos)
       << unit;
-  const std::string run = step(steps, "slurm-registration").params["run"];
-  EXPECT_EQ(run.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << run;
-  EXPECT_NE(run.find("flags=maint,ignore_jobs"), std::string::npos);
-  EXPECT_EQ(step(steps, "slurm-registration").params["rollback"],
-            "N=node-01\nscontrol delete reservation=\"gpuexpand-accept-$N\" >/dev/null 2>&1\n"
-            "scontrol delete nodename=\"$N\" >/dev/null 2>&1\ntrue\n");
+  const std::string registration = step(steps, "slurm-registration").params["run"];
+  EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << registration;
+  EXPECT_NE(registration.find("flags=maint,ignore_jobs"), std::string::npos);
+  // Rollback: a node this step registered is removed from the controller;
+  // one registered before gets its old features back and stays.
+  const std::string rollback = step(steps, "slurm-registration").params["rollback"];
+  tool("scontrol", "echo \"$*\" >> " + dir_ + "/scontrol.log");
+  EXPECT_EQ(run(rollback).first, 0);
+  ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/var && echo h200 > " + dir_ + "/var/slurm-features-before").c_str()), 0);
+  EXPECT_EQ(run(rollback).first, 0);
+  std::ifstream log(dir_ + "/scontrol.log");
+  std::stringstream l;
+  l << log.rdbuf();
+  EXPECT_EQ(l.str(),
+            "delete reservation=gpuexpand-accept-node-01\ndelete nodename=node-01\n"
+            "update nodename=node-01 availablefeatures=h200 activefeatures=h200\n");
+  EXPECT_NE(::access((dir_ + "/var/slurm-features-before").c_str(), F_OK), 0);
 }
 
 TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
@@ -155,6 +166,7 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   tool("kubeadm", "echo \"args: $*\" > " + dir_ + "/kubeadm.args; cp \"$3\" " + dir_ + "/kubeadm.config");
   const std::string join = step(steps, "kubeadm-join").params["run"];
   EXPECT_EQ(join.find(kToken), std::string::npos);
+  EXPECT_NE(join.find("sed -f \"$c.sed\""), std::string::npos) << "the token never reaches a process's argv";
   auto [rc, out] = run(join);
   EXPECT_EQ(rc, 0) << out;
   std::ifstream args(dir_ + "/kubeadm.args"), config(dir_ + "/kubeadm.config");
@@ -173,31 +185,24 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   EXPECT_NE(bad_out.find("does not hold a kubeadm bootstrap token"), std::string::npos) << bad_out;
   EXPECT_NE(::access((dir_ + "/kubeadm.args").c_str(), F_OK), 0);
 
-  // Labels and taints through the kubelet's credentials.
+  // Labels through the kubelet's credentials (taints are set at the join).
   tool("kubectl", "echo \"$*\" >> " + dir_ + "/kubectl.log");
-  auto [label_rc, label_out] = run(step(steps, "kubernetes-labels-taints").params["run"]);
+  auto [label_rc, label_out] = run(step(steps, "kubernetes-labels").params["run"]);
   EXPECT_EQ(label_rc, 0) << label_out;
   std::ifstream log(dir_ + "/kubectl.log");
   std::stringstream l;
   l << log.rdbuf();
   EXPECT_EQ(l.str(),
             "--kubeconfig=/etc/kubernetes/kubelet.conf label node k8s-gpu-01 --overwrite gpu-type=h100 "
-            "network-tier=roce-400g storage-zone=zone-b\n"
-            "--kubeconfig=/etc/kubernetes/kubelet.conf taint node k8s-gpu-01 --overwrite "
-            "nvidia.com/gpu=present:NoSchedule\n");
+            "network-tier=roce-400g storage-zone=zone-b\n");
   // The check passes on a node that has them, fails on one that lacks one.
-  tool("kubectl",
-       "case \"$*\" in *labels*) printf '{\"gpu-type\":\"h100\",\"network-tier\":\"roce-400g\",\"storage-zone\":\"zone-b\"}' ;;"
-       " *) printf 'nvidia.com/gpu=present:NoSchedule\\n' ;; esac");
-  const std::string check = step(steps, "kubernetes-labels-taints").params["check"];
+  tool("kubectl", "printf '{\"gpu-type\":\"h100\",\"network-tier\":\"roce-400g\",\"storage-zone\":\"zone-b\"}'");
+  const std::string check = step(steps, "kubernetes-labels").params["check"];
   EXPECT_EQ(run(check).first, 0) << run(check).second;
-  tool("kubectl", "case \"$*\" in *labels*) printf '{\"gpu-type\":\"h100\"}' ;; *) printf 'nvidia.com/gpu=present:NoSchedule\\n' ;; esac");
+  tool("kubectl", "printf '{\"gpu-type\":\"h100\"}'");
   EXPECT_EQ(run(check).first, 1);
 }
 
-// RoCE QoS (examples/k8s-rack.yaml: PFC on priority 3, ECN): set where the
-// NIC supports it, left alone (check passes) where it does not, restored on
-// rollback. Stand-ins: `dcb`, and /sys/class/net moved under the test dir.
 TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {
   const auto steps = phase_steps("examples/k8s-rack.yaml", "rdma");
   const auto& pfc = step(steps, "pfc[ens1f0np0]");
@@ -245,6 +250,23 @@ TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {
   EXPECT_EQ(value, "0") << "rollback puts the old value back";
   ASSERT_EQ(std::system(("rm -rf " + dir_ + "/sys").c_str()), 0);
   EXPECT_EQ(run(ecn.params["check"]).first, 0) << "no ECN controls: left alone";
+}
+
+TEST_F(SchedulerPlaybook, LabelsAKubeletMayNotSetAndOddEndpointsAreRefused) {
+  const std::string base =
+      "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes:\n      token_file: /t\n      ca_cert_hash: sha256:" +
+      std::string(64, 'a') + "\n";
+  auto labels = testing::load_spec(testing::minimal_spec(
+      base + "      api_endpoint: https://k:6443\n      labels: {node-role.kubernetes.io/gpu: '', "
+             "node.kubernetes.io/pool: a, gpu-type: h100}\n"));
+  EXPECT_EQ(testing::diagnostics_text(labels),
+            "spec.yaml:14:16: label 'node-role.kubernetes.io/gpu' cannot be set by the node itself (Kubernetes "
+            "NodeRestriction allows only kubelet.kubernetes.io/, node.kubernetes.io/ and "
+            "topology.kubernetes.io/{region,zone}): set it with kubectl as a cluster admin\n");
+  auto endpoint = testing::load_spec(testing::minimal_spec(base + "      api_endpoint: 'https://k\"x:6443'\n"));
+  EXPECT_NE(testing::diagnostics_text(endpoint).find("must be an https:// URL: host or [IPv6], optional :port and path"),
+            std::string::npos)
+      << testing::diagnostics_text(endpoint);
 }
 
 TEST_F(SchedulerPlaybook, KubernetesWithoutACaHashIsRefused) {

@@ -64,8 +64,12 @@ std::vector<CheckResult> parse_acceptance_output(std::string_view output);
 // Facts results and script results together, one per check, in the order
 // of settings["checks"]; a check that produced no line at all fails
 // ("no result: the script stopped early").
+// `script_finished` false (no end marker: the connection dropped, the
+// shell died): every check with node-side work fails instead of passing on
+// facts alone.
 std::vector<CheckResult> merge_check_results(const nlohmann::json& settings, std::vector<CheckResult> from_facts,
-                                             std::vector<CheckResult> from_script);
+                                             std::vector<CheckResult> from_script, bool script_finished = true);
+bool acceptance_script_finished(std::string_view output);
 
 bool all_passed(const std::vector<CheckResult>& results);  // no "fail"
 

@@ -6,6 +6,7 @@
 // the drill node itself (Slurm's client commands keep working there without
 // slurmd), and slurmd is started again whatever happened before.
 
+#include <atomic>
 #include <ostream>
 #include <string>
 
@@ -16,9 +17,15 @@ namespace gpuexpand {
 
 // Runs the drill on node `node_index` of `runner` (named `node`), waiting
 // at most `step_timeout_s` for each step; prints each step with its timing
-// to `out`. The result is check "fault-drill".
+// to `out`. The result is check "fault-drill". The drill refuses a node
+// that is not idle or runs jobs (stopping slurmd would kill them); before
+// stopping slurmd it arms a timer on the node that starts slurmd again even
+// if gpuexpand dies; `stop` (SIGINT) skips to the restore.
 CheckResult run_fault_drill(CommandRunner& runner, size_t node_index, const std::string& node, int step_timeout_s,
-                            std::ostream& out);
+                            std::ostream& out, const std::atomic<bool>* stop = nullptr);
+
+// Exit 0 when the node is idle and runs no job; otherwise prints why.
+std::string drill_precondition_command(const std::string& node);
 
 // The node-side commands, for tests and the docs.
 std::string wait_for_state_command(const std::string& node, bool want_unresponsive, int timeout_s);
