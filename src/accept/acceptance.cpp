@@ -205,6 +205,8 @@ json acceptance_settings(const json& vars) {
   }
   const json& rdma = member(network, "rdma");
   settings["rdma"] = text(rdma, "kind", "none");
+  const json& topology = member(member(network, "nccl"), "topology_file");
+  if (topology.is_string()) settings["nccl_topology_file"] = topology;
   // RoCE QoS as the rdma phase set it (derived by the spec loader).
   if (settings["rdma"] == "roce" && member(member(rdma, "pfc"), "enabled") == json(true)) {
     settings["pfc_on"] = text(rdma, "pfc_on");
@@ -377,6 +379,12 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
   if (wants(settings, "network")) {
     const json& pfc = member(settings, "pfc_on");
     const json& ecn = member(settings, "ecn_priorities");
+    if (const json& topo = member(settings, "nccl_topology_file"); topo.is_string()) {
+      const std::string path = topo.get<std::string>();
+      s += "t=$(now); if grep -q '<system' " + q(path) + " 2>/dev/null; then res network pass \"$t\" " +
+           q("NCCL topology " + path + " present") + "; else res network fail \"$t\" " +
+           q("NCCL topology " + path + " is missing or not an NCCL topology (no <system>)") + "; fi\n";
+    }
     for (const auto& i : member(settings, "interfaces")) {
       const std::string name = text(i, "name");
       const std::string qname = q(name);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <functional>
 #include <unordered_map>
@@ -273,6 +274,7 @@ class SpecBuilder {
     derive_slurm_registration(settings);
     derive_kubernetes_join(settings);
     derive_rdma_qos(settings);
+    derive_nccl_topology(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
@@ -353,6 +355,16 @@ class SpecBuilder {
   // priorities "3,4" (sorted, to compare with what the NIC reports) and the
   // full `dcb pfc set … prio-pfc` map "0:off … 3:on …"; ECN applies to the
   // PFC priorities, or to all eight when PFC names none.
+  // NCCL finds the topology file through NCCL_TOPO_FILE in /etc/nccl.conf.
+  static void derive_nccl_topology(nlohmann::json& settings) {
+    auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
+    if (!network || !network->is_object() || !network->contains("nccl") || !(*network)["nccl"].is_object()) return;
+    auto& nccl = (*network)["nccl"];
+    if (!nccl.contains("topology_file") || !nccl["topology_file"].is_string()) return;
+    if (!nccl.contains("env") || !nccl["env"].is_object()) nccl["env"] = nlohmann::json::object();
+    if (!nccl["env"].contains("NCCL_TOPO_FILE")) nccl["env"]["NCCL_TOPO_FILE"] = nccl["topology_file"];
+  }
+
   static void derive_rdma_qos(nlohmann::json& settings) {
     auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
     if (!network || !network->is_object() || !network->contains("rdma") || !(*network)["rdma"].is_object()) return;
@@ -420,16 +432,21 @@ class SpecBuilder {
   // leaves the digest out; the `copy` step then plans `?` and apply names
   // the file it cannot read.
   void record_local_file_digests(nlohmann::json& settings) {
-    auto* scheduler = settings.is_object() && settings.contains("scheduler") ? &settings["scheduler"] : nullptr;
-    if (!scheduler || !scheduler->is_object()) return;
-    const std::pair<const char*, const char*> secrets[] = {{"slurm", "munge_key_file"}, {"kubernetes", "token_file"}};
-    for (const auto& [section, key] : secrets) {
-      auto it = scheduler->find(section);
-      if (it == scheduler->end() || !it->is_object() || !it->contains(key) || !(*it)[key].is_string()) continue;
+    if (!settings.is_object()) return;
+    // (section path, key, digest key): files on the operator's machine.
+    const std::tuple<const char*, const char*, const char*, const char*> sources[] = {
+        {"scheduler", "slurm", "munge_key_file", "munge_key_sha256"},
+        {"scheduler", "kubernetes", "token_file", "token_sha256"},
+        {"network", "nccl", "topology_source", "topology_source_sha256"}};
+    for (const auto& [top, section, key, digest_key] : sources) {
+      auto outer = settings.find(top);
+      if (outer == settings.end() || !outer->is_object()) continue;
+      auto it = outer->find(section);
+      if (it == outer->end() || !it->is_object() || !it->contains(key) || !(*it)[key].is_string()) continue;
       const std::string path = (*it)[key].get<std::string>();
       auto cached = local_digests_.find(path);
       if (cached == local_digests_.end()) cached = local_digests_.emplace(path, local_file_sha256(path)).first;
-      if (!cached->second.empty()) (*it)[std::string(key).substr(0, std::string(key).size() - 5) + "_sha256"] = cached->second;
+      if (!cached->second.empty()) (*it)[digest_key] = cached->second;
     }
   }
 
@@ -497,6 +514,11 @@ class SpecBuilder {
     }
     if (const auto* network = member(settings, "network")) {
       check_network(*network, at);
+      if (const auto* nccl = member(*network, "nccl"); nccl && nccl->contains("topology_source") &&
+                                                       !nccl->contains("topology_file")) {
+        error(at("/network/nccl/topology_source"),
+              "network.nccl.topology_source needs network.nccl.topology_file: where to put it on the node");
+      }
     }
   }
 

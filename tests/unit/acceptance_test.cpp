@@ -246,6 +246,16 @@ TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
   EXPECT_NE(results[0].detail.find("PFC not checked: the NIC has no DCB support"), std::string::npos);
 }
 
+TEST_F(AcceptanceScript, NcclTopologyFileMustBeThere) {
+  json s = {{"node", "node-01"}, {"checks", {"network"}}, {"nccl_topology_file", dir_ + "/it's topo.xml"}};
+  auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
+  EXPECT_EQ(statuses(results), "network=fail: NCCL topology " + dir_ +
+                                   "/it's topo.xml is missing or not an NCCL topology (no <system>)\n");
+  std::ofstream(dir_ + "/it's topo.xml") << "<system version=\"1\">\n</system>\n";
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
+  EXPECT_EQ(statuses(results), "network=pass: NCCL topology " + dir_ + "/it's topo.xml present\n");
+}
+
 TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
   json s = settings();
   s["checks"] = {"network", "storage"};

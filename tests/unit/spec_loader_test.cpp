@@ -418,6 +418,24 @@ TEST(SpecLoader, SecretFilesAreRecordedByDigest) {
   EXPECT_FALSE((*unreadable.spec->nodes[0].settings)["scheduler"]["slurm"].contains("munge_key_sha256"));
 }
 
+// The NCCL topology XML: copied from the operator's machine (by digest,
+// like every local file), and NCCL_TOPO_FILE points at it in nccl.conf.
+TEST(SpecLoader, NcclTopologySourceAndEnv) {
+  const std::string topo = "/tmp/gpx-topo-" + std::to_string(::getpid()) + ".xml";
+  std::ofstream(topo) << "<system/>";
+  auto result = load_spec(minimal_spec("defaults:\n  network:\n    nccl: {topology_file: /etc/nccl/topo.xml, "
+                                       "topology_source: " + topo + ", env: {NCCL_IB_HCA: mlx5}}\n"));
+  ASSERT_TRUE(result.spec) << diagnostics_text(result);
+  const auto& nccl = (*result.spec->nodes[0].settings)["network"]["nccl"];
+  EXPECT_EQ(nccl["env"], (nlohmann::json{{"NCCL_IB_HCA", "mlx5"}, {"NCCL_TOPO_FILE", "/etc/nccl/topo.xml"}}));
+  EXPECT_EQ(nccl["topology_source_sha256"], sha256_hex("<system/>"));
+  ::unlink(topo.c_str());
+  auto lonely = load_spec(minimal_spec("defaults:\n  network:\n    nccl: {topology_source: /x.xml}\n"));
+  EXPECT_EQ(diagnostics_text(lonely),
+            "spec.yaml:9:29: network.nccl.topology_source needs network.nccl.topology_file: where to put it on the "
+            "node\n");
+}
+
 TEST(SpecLoader, MissingFile) {
   auto result = load_spec_file("/nonexistent/spec.yaml", testing::schema("cluster"));
   EXPECT_EQ(diagnostics_text(result), "/nonexistent/spec.yaml: cannot read the spec: No such file or directory\n");
