@@ -31,7 +31,7 @@ class SchedulerPlaybook : public ::testing::Test {
   void SetUp() override {
     dir_ = "/tmp/gpx-sched-" + std::to_string(::getpid());
     ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/home/.gpuexpand/infer-west " + dir_ + "/home/.gpuexpand-lab " + dir_ +
-                           "/bin " + dir_ + "/etc " + dir_ + "/run")
+                           "/bin " + dir_ + "/etc " + dir_ + "/run " + dir_ + "/var")
                               .c_str()),
               0);
     std::ofstream(dir_ + "/home/.gpuexpand/infer-west/join-token") << kToken << "\n";
@@ -50,7 +50,8 @@ class SchedulerPlaybook : public ::testing::Test {
   std::vector<ResolvedStep> scheduler_steps(const std::string& example) { return phase_steps(example, "scheduler"); }
 
   std::vector<ResolvedStep> phase_steps(const std::string& example, const std::string& wanted) {
-    auto loaded = load_spec_file(testing::source_path(example), testing::schema("cluster"));
+    auto loaded = load_spec_file(example.front() == '/' ? example : testing::source_path(example),
+                                 testing::schema("cluster"));
     EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
     spec_ = *loaded.spec;
     auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
@@ -267,6 +268,43 @@ TEST_F(SchedulerPlaybook, LabelsAKubeletMayNotSetAndOddEndpointsAreRefused) {
   EXPECT_NE(testing::diagnostics_text(endpoint).find("must be an https:// URL: host or [IPv6], optional :port and path"),
             std::string::npos)
       << testing::diagnostics_text(endpoint);
+}
+
+// Bonds (this machine's kernel has no bonding driver, so ip(8) and sysfs
+// are stand-ins): networkd files, the live bond, and a rollback that removes
+// only a bond the step created.
+TEST_F(SchedulerPlaybook, BondsPersistentAndLive) {
+  std::ofstream(dir_ + "/bond.yaml")
+      << "apiVersion: gpuexpand/v1\ncluster: {name: t}\ndefaults:\n  network:\n    bonding:\n"
+         "      - {name: bond0, mode: 802.3ad, members: [eth1, eth2], mtu: 9000}\nnodes:\n  - {name: n1}\n";
+  const auto steps = phase_steps(dir_ + "/bond.yaml", "rdma");
+  EXPECT_EQ(step(steps, "bond-netdev[bond0]").params["path"], "/etc/systemd/network/50-gpuexpand-bond0.netdev");
+  EXPECT_EQ(step(steps, "bond-netdev[bond0]").params["content"],
+            "# Managed by gpuexpand: changes here are overwritten.\n[NetDev]\nName=bond0\nKind=bond\n\n[Bond]\n"
+            "Mode=802.3ad\n");
+  EXPECT_EQ(step(steps, "bond-members[bond0]").params["content"],
+            "# Managed by gpuexpand: changes here are overwritten.\n[Match]\nName=eth1 eth2\n\n[Network]\nBond=bond0\n");
+  const std::string sys = dir_ + "/sys";
+  ASSERT_EQ(std::system(("mkdir -p " + sys + "/eth1 " + sys + "/eth2").c_str()), 0);
+  tool("ip", "echo \"$*\" >> " + dir_ + "/ip.log\ncase \"$*\" in\n"
+             "  'link add bond0 type bond mode 802.3ad') mkdir -p " + sys + "/bond0/bonding && echo '802.3ad 4' > " + sys +
+             "/bond0/bonding/mode ;;\n"
+             "  'link set eth1 master bond0'|'link set eth2 master bond0') ln -s ../bond0 " + sys + "/$3/master ;;\n"
+             "  'link set bond0 mtu 9000') echo 9000 > " + sys + "/bond0/mtu ;;\nesac");
+  const auto& live = step(steps, "bond-live[bond0]");
+  EXPECT_EQ(run(live.params["check"]).first, 1);
+  auto [rc, out] = run(live.params["run"]);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(run(live.params["check"]).first, 0) << run(live.params["check"]).second;
+  EXPECT_EQ(run(live.params["rollback"]).first, 0);
+  std::ifstream log(dir_ + "/ip.log");
+  std::stringstream l;
+  l << log.rdbuf();
+  EXPECT_EQ(l.str(),
+            "link add bond0 type bond mode 802.3ad\nlink set eth1 down\nlink set eth1 master bond0\n"
+            "link set eth2 down\nlink set eth2 master bond0\nlink set bond0 mtu 9000\nlink set bond0 up\n"
+            "link del bond0\nlink set eth1 up\nlink set eth2 up\n");
+  EXPECT_NE(::access((dir_ + "/var/bond-bond0-created").c_str(), F_OK), 0);
 }
 
 TEST_F(SchedulerPlaybook, KubernetesWithoutACaHashIsRefused) {
