@@ -151,7 +151,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   std::map<std::string, std::string> planned_digests;
   if (saved_plan) {
     if (!options.limits.empty()) throw CommandFailed{kExitError, "--limit cannot narrow a saved plan; plan again with --limit"};
-    if (sha256_hex(spec.document.dump()) != (*saved_plan)["spec"]["sha256"]) {
+    if (spec_digest(spec) != (*saved_plan)["spec"]["sha256"]) {
       throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + spec_path +
                                           " changed since the plan was made; plan again"};
     }
@@ -183,7 +183,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   record.command = "apply";
   record.spec_file = spec_path;
   if (saved_plan) record.plan_sha256 = sha256_hex(saved_plan->dump());
-  record.spec_sha256 = sha256_hex(spec.document.dump());
+  record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
   int64_t run_id = 0;

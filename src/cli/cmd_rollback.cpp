@@ -44,7 +44,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   RunRecord record;
   record.command = "rollback";
   record.spec_file = options.spec;
-  record.spec_sha256 = sha256_hex(spec.document.dump());
+  record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
   auto begun = (*store)->begin_run(record);

@@ -260,7 +260,7 @@ Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& node
   Plan plan;
   plan.cluster = spec.cluster_name;
   plan.spec_file = spec.file;
-  plan.spec_sha256 = sha256_hex(spec.document.dump());
+  plan.spec_sha256 = spec_digest(spec);
   plan.playbooks_sha256 = playbooks.digest;
   plan.created_at = created_at;
   plan.nodes.reserve(nodes.size());

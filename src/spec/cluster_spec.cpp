@@ -1,5 +1,7 @@
 #include "gpuexpand/spec/cluster_spec.hpp"
 
+#include "gpuexpand/util/digest.hpp"
+
 #include <charconv>
 
 namespace gpuexpand {
@@ -40,6 +42,16 @@ nlohmann::json node_variables(const ClusterSpec& spec, const NodeSpec& node) {
   vars["node"] = {{"name", node.name}, {"address", node.address}, {"rack", node.rack}, {"groups", node.groups}};
   vars["cluster"] = {{"name", spec.cluster_name}};
   return vars;
+}
+
+}  // namespace gpuexpand
+
+namespace gpuexpand {
+
+std::string spec_digest(const ClusterSpec& spec) {
+  std::string identity = spec.document.dump();
+  for (const auto& [path, digest] : spec.local_file_digests) identity += "\n" + path + "=" + digest;
+  return sha256_hex(identity);
 }
 
 }  // namespace gpuexpand

@@ -80,6 +80,7 @@ class SpecBuilder {
     if (entries && entries->is_array()) {
       for (size_t i = 0; i < entries->size(); ++i) expand_entry((*entries)[i], i, spec.nodes);
     }
+    spec.local_file_digests.insert(local_digests_.begin(), local_digests_.end());
     return spec;
   }
 

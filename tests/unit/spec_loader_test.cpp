@@ -411,6 +411,14 @@ TEST(SpecLoader, SecretFilesAreRecordedByDigest) {
   const auto& slurm = (*result.spec->nodes[0].settings)["scheduler"]["slurm"];
   EXPECT_EQ(slurm["munge_key_sha256"], sha256_hex("munge-secret"));
   EXPECT_EQ(slurm.dump().find("munge-secret"), std::string::npos);
+  // The key is part of the spec's identity: a saved plan made with another
+  // key is refused by `apply plan.json`.
+  const std::string before = spec_digest(*result.spec);
+  std::ofstream(key, std::ios::binary) << "another-key";
+  auto changed = load_spec(minimal_spec("defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: ctl, "
+                                        "munge_key_file: " + key + "}\n"));
+  ASSERT_TRUE(changed.spec);
+  EXPECT_NE(spec_digest(*changed.spec), before);
   ::unlink(key.c_str());
   auto unreadable = load_spec(minimal_spec("defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: ctl, "
                                            "munge_key_file: " + key + "}\n"));

@@ -4,6 +4,7 @@
 // and the planner as variables); SSH and rollout settings are typed
 // because the engine itself acts on them.
 
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -68,7 +69,15 @@ struct ClusterSpec {
   RolloutSettings rollout;
   std::vector<NodeSpec> nodes;
   nlohmann::json document;  // the whole spec as JSON, for `plan` and the state store
+  // Files on the operator's machine the spec names (munge key, kubeadm
+  // token, NCCL topology): path -> SHA-256 ("" when unreadable). Part of
+  // the spec's identity: a saved plan is refused when one of them changed.
+  std::map<std::string, std::string> local_file_digests;
 };
+
+// SHA-256 of the spec document and the local files it names: what a saved
+// plan records and `apply plan.json` compares.
+std::string spec_digest(const ClusterSpec& spec);
 
 // Parses "10" / 10 / "10%"; std::nullopt when malformed.
 std::optional<CountOrPercent> parse_count_or_percent(const nlohmann::json& value);
