@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -123,7 +124,12 @@ int run_verify(Context& context, const VerifyOptions& options) {
     if (!reachable[i]) continue;
     const auto& checks = settings[i].value("checks", json::array());
     const bool wants = std::find(checks.begin(), checks.end(), json("multinode")) != checks.end();
-    if (wants && settings[i]["slurm"].is_object() && all_passed(results[i])) multinode.push_back(i);
+    // A node still held for acceptance (its test job ran in its own
+    // reservation) cannot share a job with others: one job, one reservation.
+    const bool held = std::any_of(results[i].begin(), results[i].end(), [](const CheckResult& r) {
+      return r.check == "scheduler" && r.detail.find(" in reservation ") != std::string::npos;
+    });
+    if (wants && settings[i]["slurm"].is_object() && all_passed(results[i]) && !held) multinode.push_back(i);
   }
   if (multinode.size() >= 2) {
     std::vector<std::string> names;
