@@ -119,14 +119,14 @@ TEST_F(SshRunnerTest, CommandTimeoutThenTheNodeIsUsableAgain) {
   CommandRequest slow{"sleep 5", "", std::chrono::milliseconds(300), false};
   runner.submit(0, slow, [&](const CommandOutcome& o) { results.push_back(o); });
   runner.submit(0, {"echo after", "", {}, false}, [&](const CommandOutcome& o) { results.push_back(o); });
-  const auto start = std::chrono::steady_clock::now();
   runner.run();
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].failure, FailureKind::CommandTimeout);
   EXPECT_EQ(results[0].message, "node-a (127.0.0.1): `sleep 5` timed out after 0 s");
+  // Cut short, not waited for (no wall-clock bound: sanitizer builds are slow).
+  EXPECT_LT(results[0].duration, std::chrono::seconds(5)) << "`sleep 5` must not have run to its end";
   EXPECT_TRUE(results[1].ok()) << results[1].message;
   EXPECT_EQ(results[1].out, "after\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4));
 }
 
 TEST_F(SshRunnerTest, OneSessionIsReusedForEveryCommand) {
