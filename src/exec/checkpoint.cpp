@@ -164,6 +164,9 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
   // (they may read the restored configuration) and before packages are
   // purged (they may need the phase's tools: `scontrol delete` needs
   // slurm-client).
+  // They can read what the checkpoint saw (services, packages) in
+  // $GPUEXPAND_CHECKPOINT.
+  if (!touch.command_rollbacks.empty()) s += "export GPUEXPAND_CHECKPOINT=\"$d\"\n";
   for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
     s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
   }

@@ -121,11 +121,20 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
   EXPECT_NE(registration.find("flags=maint,ignore_jobs"), std::string::npos);
   // Rollback: a node this step registered is removed from the controller;
   // one registered before gets its old features back and stays.
+  // Whether slurmd ran before the phase comes from the checkpoint the
+  // restore script points at.
   const std::string rollback = step(steps, "slurm-registration").params["rollback"];
   tool("scontrol", "echo \"$*\" >> " + dir_ + "/scontrol.log");
-  EXPECT_EQ(run(rollback).first, 0);
-  ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/var && echo h200 > " + dir_ + "/var/slurm-features-before").c_str()), 0);
-  EXPECT_EQ(run(rollback).first, 0);
+  ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/cp && printf 'slurmd\\tdisabled\\tinactive\\n' > " + dir_ +
+                         "/cp/services && echo h200 > " + dir_ + "/var/slurm-features-before")
+                            .c_str()),
+            0);
+  EXPECT_EQ(run("GPUEXPAND_CHECKPOINT=" + dir_ + "/cp\n" + rollback).first, 0);
+  ASSERT_EQ(std::system(("printf 'slurmd\\tenabled\\tactive\\n' > " + dir_ + "/cp/services && echo h200 > " + dir_ +
+                         "/var/slurm-features-before")
+                            .c_str()),
+            0);
+  EXPECT_EQ(run("GPUEXPAND_CHECKPOINT=" + dir_ + "/cp\n" + rollback).first, 0);
   std::ifstream log(dir_ + "/scontrol.log");
   std::stringstream l;
   l << log.rdbuf();
