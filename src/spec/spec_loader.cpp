@@ -311,6 +311,20 @@ class SpecBuilder {
   // playbooks read them: an interface without its own MTU takes network.mtu.
   static void apply_derived_defaults(nlohmann::json& settings) {
     normalize_mount_options(settings);
+    // storage[].directories, flattened to absolute paths for the storage
+    // playbook (a step iterates one list): storage_directories[].path.
+    if (settings.is_object() && settings.contains("storage") && settings["storage"].is_array()) {
+      nlohmann::json directories = nlohmann::json::array();
+      for (const auto& mount : settings["storage"]) {
+        if (!mount.is_object() || !mount.contains("mountpoint") || !mount["mountpoint"].is_string()) continue;
+        std::string base = mount["mountpoint"].get<std::string>();
+        while (base.size() > 1 && base.back() == '/') base.pop_back();
+        for (const auto& d : mount.value("directories", nlohmann::json::array())) {
+          if (d.is_string()) directories.push_back({{"path", base + "/" + d.get<std::string>()}});
+        }
+      }
+      if (!directories.empty()) settings["storage_directories"] = directories;
+    }
     auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
     if (!network || !network->is_object() || !network->contains("mtu")) return;
     auto it = network->find("compute_interfaces");
