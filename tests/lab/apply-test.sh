@@ -48,6 +48,7 @@ for n in node-01 node-02 node-03; do
   check "$n: compute interface MTU 9000" on "$n" 9000 "cat /sys/class/net/eth1/mtu"
   check "$n: /mnt/shared in fstab" sshn "$n" "grep -q ' /mnt/shared fuse.sshfs ' /etc/fstab"
   check "$n: /mnt/shared mounted" sshn "$n" "mountpoint -q /mnt/shared"
+  check "$n: the checkpoint directory inside the mount" sshn "$n" "test -d /mnt/shared/checkpoints"
   check "$n: node exporter answers with metrics" sshn "$n" \
     "exec 3<>/dev/tcp/127.0.0.1/9100 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && grep -q '^node_' <&3"
   check "$n: checkpoints kept on the node" sshn "$n" "test -f /var/lib/gpuexpand/checkpoints/1/os-init/complete"
