@@ -100,14 +100,21 @@ struct Decider {
     }
   }
 
+  // The facts of a file that exists; nullptr (with the change said) when
+  // the facts do not tell or the file is not there yet.
+  const json* existing_file(const std::string& path) {
+    const json* f = file_facts(path);
+    if (f && !f->value("exists", false)) {
+      add(ChangeAction::Create, path, "does not exist");
+      return nullptr;
+    }
+    return f;
+  }
+
   void file() {
     const std::string path = str(params(), "path");
-    const json* f = file_facts(path);
+    const json* f = existing_file(path);
     if (!f) return;
-    if (!f->value("exists", false)) {
-      add(ChangeAction::Create, path, "does not exist");
-      return;
-    }
     std::string wanted = str(params(), "content");
     if (find(*f, "content")) {
       const std::string current = str(*f, "content");
@@ -124,12 +131,8 @@ struct Decider {
   // content (a munge key) is never in the facts, the plan or a log.
   void copy() {
     const std::string path = str(params(), "path");
-    const json* f = file_facts(path);
+    const json* f = existing_file(path);
     if (!f) return;
-    if (!f->value("exists", false)) {
-      add(ChangeAction::Create, path, "does not exist");
-      return;
-    }
     const std::string wanted = str(params(), "src_sha256");
     if (wanted.empty()) {
       add(ChangeAction::Unknown, path, "cannot read " + str(params(), "src") + " here; decided at apply");
@@ -144,12 +147,8 @@ struct Decider {
   void line() {
     const std::string path = str(params(), "path");
     const std::string wanted = str(params(), "line");
-    const json* f = file_facts(path);
+    const json* f = existing_file(path);
     if (!f) return;
-    if (!f->value("exists", false)) {
-      add(ChangeAction::Create, path, "does not exist");
-      return;
-    }
     if (!find(*f, "content")) {
       add(ChangeAction::Unknown, path, "content not in the facts; decided on the node");
       return;
