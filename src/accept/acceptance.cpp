@@ -303,8 +303,7 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
   const long job_timeout = number(settings, "job_timeout", 120);
   std::string s;
   s += "# gpuexpand acceptance checks\n";
-  s += "export LC_ALL=C\n";
-  s += "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+  s += kRemoteScriptEnvironment;
   s += "now() { date +%s%N; }\n";
   // res CHECK STATUS START DETAIL: one result line, detail on one line.
   s += "res() { printf '@@check %s %s %s %s\\n' \"$1\" \"$2\" \"$(awk -v a=\"$3\" -v b=\"$(now)\" "

@@ -66,8 +66,7 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
 std::string probe_script(const FactsRequest& request) {
   std::string s;
   s += "# gpuexpand facts probe: read-only, one round trip\n";
-  s += "export LC_ALL=C\n";
-  s += "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+  s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
   s += "m os-release; cat /etc/os-release 2>/dev/null\n";
   s += "m kernel; uname -r; uname -m\n";

@@ -17,4 +17,10 @@ std::string shell_quote(std::string_view word);
 // Quotes each argument and joins with single spaces: a safe command line.
 std::string shell_join(const std::vector<std::string>& argv);
 
+// The first lines of every script gpuexpand sends to `sh -s` that runs
+// node tools: the C locale (parsers read English output) and a PATH with
+// the sbin directories a non-login shell may lack.
+inline constexpr const char* kRemoteScriptEnvironment =
+    "export LC_ALL=C\nPATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n";
+
 }  // namespace gpuexpand
