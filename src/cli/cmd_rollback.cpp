@@ -47,10 +47,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
-  auto begun = (*store)->begin_run(record);
-  if (!begun) throw CommandFailed{kExitError, begun.error().message};
-  if (auto* conflict = std::get_if<LockConflict>(&begun.value())) throw CommandFailed{kExitLocked, describe(*conflict)};
-  const int64_t run_id = std::get<int64_t>(begun.value());
+  const int64_t run_id = begin_locked_run(**store, record);
 
   auto runner = make_ssh_runner(spec, nodes, options.ssh);
   auto results = roll_back(plan, *runner, [&](const CheckpointRecord& c) {

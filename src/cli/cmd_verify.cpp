@@ -73,10 +73,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
   record.spec_file = options.spec;
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
-  auto begun = (*store)->begin_run(record);
-  if (!begun) throw CommandFailed{kExitError, begun.error().message};
-  if (auto* conflict = std::get_if<LockConflict>(&begun.value())) throw CommandFailed{kExitLocked, describe(*conflict)};
-  const int64_t run_id = std::get<int64_t>(begun.value());
+  const int64_t run_id = begin_locked_run(**store, record);
 
   StoreJournal journal(**store, run_id, nullptr, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });

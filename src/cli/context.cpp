@@ -183,3 +183,14 @@ std::string utc_now_rfc3339() {
 }
 
 }  // namespace gpuexpand::cli
+
+namespace gpuexpand::cli {
+
+int64_t begin_locked_run(StateStore& store, const RunRecord& record) {
+  auto begun = store.begin_run(record);
+  if (!begun) throw CommandFailed{kExitError, begun.error().message};
+  if (auto* conflict = std::get_if<LockConflict>(&begun.value())) throw CommandFailed{kExitLocked, describe(*conflict)};
+  return std::get<int64_t>(begun.value());
+}
+
+}  // namespace gpuexpand::cli

@@ -12,6 +12,7 @@
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 #include "gpuexpand/spec/json_schema.hpp"
+#include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/transport/runner.hpp"
 
 namespace CLI {
@@ -78,5 +79,10 @@ void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::st
 void write_file_atomically(const std::string& path, const std::string& text);
 
 std::string utc_now_rfc3339();
+
+// Begins a run holding its nodes' locks; CommandFailed with exit 4 naming
+// the holder when another run has one of them (no takeover: apply alone
+// resumes a dead holder's run).
+int64_t begin_locked_run(StateStore& store, const RunRecord& record);
 
 }  // namespace gpuexpand::cli
