@@ -1023,6 +1023,12 @@ struct SshRunner::Impl {
       // data for one channel that it read while serving another.
       const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, tunnels_open ? 200 : 1000));
       if (fds.empty()) {
+        // The steps above may have finished the last job: then there is
+        // nothing to wait for, and sleeping here would add up to a second
+        // to every run (the loop's top returns once no queue holds work).
+        bool waiting = false;
+        for (const auto& c : nodes) waiting = waiting || !c.queue.empty();
+        if (!waiting) continue;
         // Only delayed work: sleep until the first is due.
         ::poll(nullptr, 0, timeout);
       } else {
