@@ -171,6 +171,10 @@ json acceptance_settings(const json& vars) {
   json settings = {{"node", node}};
   const json& validation = member(vars, "validation");
   settings["job_timeout"] = number(validation, "job_timeout", 120);
+  // Only when set: a record made without it stays valid.
+  if (validation.is_object() && validation.contains("multinode_nodes")) {
+    settings["multinode_nodes"] = number(validation, "multinode_nodes", 0);
+  }
 
   const json& gpu = member(vars, "gpu");
   if (gpu.is_object() && (gpu.contains("expected_count") || gpu.contains("driver_version"))) {
@@ -565,6 +569,22 @@ std::string multinode_command(const std::vector<std::string>& nodes, int job_tim
   for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
   return "timeout " + std::to_string(job_timeout_seconds) + " srun -Q -N " + std::to_string(nodes.size()) + " -w " +
          q(list) + " -t 2 -J gpuexpand-multinode hostname 2>&1";
+}
+
+std::vector<std::vector<size_t>> multinode_groups(size_t count, long per_job) {
+  std::vector<std::vector<size_t>> groups;
+  if (count < 2) return groups;
+  const size_t size = per_job >= 2 ? std::min(static_cast<size_t>(per_job), count) : count;
+  for (size_t i = 0; i < count; ++i) {
+    if (groups.empty() || groups.back().size() == size) groups.emplace_back();
+    groups.back().push_back(i);
+  }
+  if (groups.size() > 1 && groups.back().size() < 2) {
+    const size_t last = groups.back().front();
+    groups.pop_back();
+    groups.back().push_back(last);
+  }
+  return groups;
 }
 
 CheckResult multinode_result(const std::vector<std::string>& nodes, int exit_code, const std::string& output,

@@ -106,37 +106,51 @@ std::optional<nlohmann::json> read_saved_plan(Context& context, const std::strin
   return document;
 }
 
-// After the nodes: one Slurm job over every node that passed acceptance in
-// this run and asks for the multi-node check. A failure is reported (and
-// fails the run) but drains nobody: it does not say which node is at fault.
+// After the nodes: Slurm jobs over the nodes that passed acceptance in this
+// run and ask for the multi-node check: one job over all of them, or jobs
+// of validation.multinode_nodes nodes each (run side by side). A failure is
+// reported (and fails the run) but drains nobody: it does not say which
+// node is at fault.
 bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner, const std::vector<const NodeSpec*>& nodes,
                          RunJournal& journal) {
   std::vector<std::string> names;
-  size_t first = nodes.size();
+  std::vector<size_t> indexes;
   int timeout = 120;
+  long per_job = 0;
   for (const auto& accepted : report.accepted) {
     const auto& checks = accepted.settings.value("checks", nlohmann::json::array());
     if (std::find(checks.begin(), checks.end(), nlohmann::json("multinode")) == checks.end()) continue;
     if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
-      names.push_back(accepted.node);
-      if (first == nodes.size()) {
-        first = i;
+      if (names.empty()) {
         timeout = accepted.settings.value("job_timeout", 120);
+        per_job = accepted.settings.value("multinode_nodes", 0L);
       }
+      names.push_back(accepted.node);
+      indexes.push_back(i);
     }
   }
-  if (names.size() < 2) return true;
-  CheckResult result;
-  runner.submit(first, {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
-                [&](const CommandOutcome& o) {
-                  result = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
-                                            std::chrono::duration<double>(o.duration).count());
-                });
+  const auto groups = multinode_groups(names.size(), per_job);
+  std::vector<CheckResult> results(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> members;
+    for (size_t k : groups[g]) members.push_back(names[k]);
+    runner.submit(indexes[groups[g].front()],
+                  {multinode_command(members, timeout), "", std::chrono::seconds(timeout + 30), false},
+                  [&results, g, members](const CommandOutcome& o) {
+                    results[g] = multinode_result(members, o.ok() ? 0 : o.exit_code, o.out + o.err,
+                                                  std::chrono::duration<double>(o.duration).count());
+                  });
+  }
+  if (groups.empty()) return true;
   runner.run();
-  for (const auto& name : names) journal.checks_recorded(name, {result});
-  return result.status == "pass";
+  bool passed = true;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t k : groups[g]) journal.checks_recorded(names[k], {results[g]});
+    passed = passed && results[g].status == "pass";
+  }
+  return passed;
 }
 
 int run_apply(Context& context, const ApplyOptions& options) {

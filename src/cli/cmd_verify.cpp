@@ -129,17 +129,23 @@ int run_verify(Context& context, const VerifyOptions& options) {
     if (wants && settings[i]["slurm"].is_object() && all_passed(results[i]) && !held) multinode.push_back(i);
   }
   if (multinode.size() >= 2) {
-    std::vector<std::string> names;
-    for (size_t i : multinode) names.push_back(nodes[i]->name);
     const int timeout = settings[multinode.front()].value("job_timeout", 120);
-    CheckResult outcome;
-    runner->submit(multinode.front(), {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
-                   [&](const CommandOutcome& o) {
-                     outcome = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
-                                                std::chrono::duration<double>(o.duration).count());
-                   });
+    const auto groups = multinode_groups(multinode.size(), settings[multinode.front()].value("multinode_nodes", 0L));
+    std::vector<CheckResult> outcomes(groups.size());
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<std::string> names;
+      for (size_t k : groups[g]) names.push_back(nodes[multinode[k]]->name);
+      runner->submit(multinode[groups[g].front()],
+                     {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
+                     [&outcomes, g, names](const CommandOutcome& o) {
+                       outcomes[g] = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
+                                                      std::chrono::duration<double>(o.duration).count());
+                     });
+    }
     runner->run();
-    for (size_t i : multinode) results[i].push_back(outcome);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (size_t k : groups[g]) results[multinode[k]].push_back(outcomes[g]);
+    }
   } else if (multinode.size() == 1) {
     CheckResult alone;
     alone.check = "multinode";

@@ -130,6 +130,19 @@ wait "$first"
 rc=$?
 check "the first apply finished" test "$rc" -eq 0 || sed 's/^/    /' "$work/first.log"
 
+# ---------------------------------------------------------------- multinode_nodes
+# node-01..04 are converged: with validation.multinode_nodes 2, verify runs
+# two 2-node jobs side by side instead of one over all four.
+sed 's/^    checks: \[scheduler, gpu, network, storage, monitoring, multinode\]/&\n    multinode_nodes: 2/' \
+  "$work/lab.yaml" >"$work/pairs.yaml"
+out=$("$gx" verify "$work/pairs.yaml" --limit 'node-[01-04]' --state "$state" 2>&1)
+rc=$?
+check "verify with multinode_nodes 2 over 4 nodes: exit 0" test "$rc" -eq 0 || sed 's/^/    /' <<<"$out"
+check "  each node was in a 2-node job" \
+  test "$(grep -c '  pass  multinode (.*): one job ran on 2 nodes: ' <<<"$out")" -eq 4
+check "  two different jobs" \
+  test "$(grep -o 'one job ran on 2 nodes: .*' <<<"$out" | sort -u | wc -l)" -eq 2
+
 # ---------------------------------------------------------------- kill + resume
 # node-04 is converged now; give it a new MTU so os-init..rdma has work,
 # kill the controller mid-run, then apply again.

@@ -304,5 +304,24 @@ TEST(Acceptance, ReleaseDrainAndMultinodeCommands) {
   EXPECT_EQ(failed.detail, "the job over node-01, node-02 failed (exit 1): srun: error: Unable to allocate ");
 }
 
+// validation.multinode_nodes: jobs of K nodes each, every node in exactly
+// one job, never a job of one node.
+TEST(Acceptance, MultinodeGroups) {
+  using Groups = std::vector<std::vector<size_t>>;
+  EXPECT_EQ(multinode_groups(0, 0), Groups{});
+  EXPECT_EQ(multinode_groups(1, 0), Groups{}) << "one node: no multi-node job";
+  EXPECT_EQ(multinode_groups(4, 0), (Groups{{0, 1, 2, 3}})) << "unset: one job over all";
+  EXPECT_EQ(multinode_groups(4, 2), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(multinode_groups(5, 2), (Groups{{0, 1}, {2, 3, 4}})) << "a lone last node joins the job before";
+  EXPECT_EQ(multinode_groups(7, 3), (Groups{{0, 1, 2}, {3, 4, 5, 6}}));
+  EXPECT_EQ(multinode_groups(8, 3), (Groups{{0, 1, 2}, {3, 4, 5}, {6, 7}}));
+  EXPECT_EQ(multinode_groups(3, 8), (Groups{{0, 1, 2}})) << "fewer nodes than K: one job over those there are";
+
+  json vars = {{"node", {{"name", "n1"}}}, {"validation", {{"job_timeout", 60}}}};
+  EXPECT_FALSE(acceptance_settings(vars).contains("multinode_nodes")) << "records made without it stay valid";
+  vars["validation"]["multinode_nodes"] = 4;
+  EXPECT_EQ(acceptance_settings(vars)["multinode_nodes"], 4);
+}
+
 }  // namespace
 }  // namespace gpuexpand

@@ -86,6 +86,12 @@ struct AcceptanceCommand {
 AcceptanceCommand release_command(const nlohmann::json& settings);
 std::string drain_command(const nlohmann::json& settings, const std::string& reason);
 
+// The multi-node check's jobs: `count` nodes split into jobs of `per_job`
+// nodes (validation.multinode_nodes; below 2 = one job over all of them),
+// as indexes. A last job that would hold one node joins the one before: no
+// job runs on a single node, every node is in exactly one job.
+std::vector<std::vector<size_t>> multinode_groups(size_t count, long per_job);
+
 // The multi-node check: one job spanning `nodes`, run from the first.
 std::string multinode_command(const std::vector<std::string>& nodes, int job_timeout_seconds);
 CheckResult multinode_result(const std::vector<std::string>& nodes, int exit_code, const std::string& output,
