@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/exec/rollback.hpp"
+#include "gpuexpand/plan/controller.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -36,7 +37,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
       std::cout << node->name << "  nothing to roll back after " << options.to << "\n";
       continue;
     }
-    plan.push_back({node->name, std::move(todo)});
+    plan.push_back({node->name, std::move(todo), std::nullopt});
     nodes.push_back(node);
   }
   if (plan.empty()) return kExitOk;
@@ -49,6 +50,8 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   for (const auto* node : nodes) record.nodes.push_back(node->name);
   const int64_t run_id = begin_locked_run(**store, record);
 
+  const auto controllers = controller_endpoints(nodes);
+  for (size_t i = 0; i < plan.size(); ++i) plan[i].controller = controllers[i];
   auto runner = make_ssh_runner(spec, nodes, options.ssh);
   auto results = roll_back(plan, *runner, [&](const CheckpointRecord& c) {
     (void)(*store)->mark_checkpoint_restored(c.run_id, c.node, c.phase);

@@ -1,4 +1,5 @@
 #include "gpuexpand/exec/checkpoint.hpp"
+#include "gpuexpand/plan/controller.hpp"
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/plan/step_decisions.hpp"
@@ -27,7 +28,8 @@ std::string quoted_list(const std::set<std::string>& items) {
 json PhaseTouch::to_json() const {
   return {{"files", files},         {"directories", directories}, {"packages", packages},
           {"services", services},   {"sysctl", sysctl_keys},      {"mounts", mount_targets},
-          {"hostname", hostname},   {"command_rollbacks", command_rollbacks}};
+          {"hostname", hostname},   {"command_rollbacks", command_rollbacks},
+          {"controller_rollbacks", controller_rollbacks}};
 }
 
 PhaseTouch PhaseTouch::from_json(const json& m) {
@@ -49,12 +51,15 @@ PhaseTouch PhaseTouch::from_json(const json& m) {
   for (const auto& v : m.value("command_rollbacks", json::array())) {
     if (v.is_string()) touch.command_rollbacks.push_back(v.get<std::string>());
   }
+  for (const auto& v : m.value("controller_rollbacks", json::array())) {
+    if (v.is_string()) touch.controller_rollbacks.push_back(v.get<std::string>());
+  }
   return touch;
 }
 
 bool PhaseTouch::empty() const {
   return files.empty() && directories.empty() && packages.empty() && services.empty() && sysctl_keys.empty() &&
-         mount_targets.empty() && !hostname && command_rollbacks.empty();
+         mount_targets.empty() && !hostname && command_rollbacks.empty() && controller_rollbacks.empty();
 }
 
 PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
@@ -88,7 +93,7 @@ PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
       touch.mount_targets.insert(mount_fstab_fields(p).target);
       touch.directories.insert(mount_fstab_fields(p).target);
     } else if (type == "command") {
-      touch.command_rollbacks.push_back(text(p, "rollback"));
+      (delegated_to_controller(step) ? touch.controller_rollbacks : touch.command_rollbacks).push_back(text(p, "rollback"));
     }
   }
   touch.files.erase("");

@@ -5,6 +5,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/step_actions.hpp"
 #include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/plan/controller.hpp"
 
 namespace gpuexpand {
 
@@ -39,6 +40,7 @@ class Execution {
             CommandRunner& runner, RunJournal& journal, const ExecutorOptions& options)
       : spec_(spec), playbooks_(playbooks), runner_(runner), journal_(journal), options_(options) {
     runs_.resize(nodes.size());
+    controllers_ = controller_endpoints(nodes);
     for (size_t i = 0; i < nodes.size(); ++i) {
       runs_[i].index = i;
       runs_[i].node = nodes[i];
@@ -172,10 +174,42 @@ class Execution {
       return;
     }
     run.facts = std::move(facts.value());
-    if (verifying) {
+    if (run.request.controller_checks.empty()) {
+      facts_complete(run);
+      return;
+    }
+    // Steps delegated to the controller are decided by checks run there.
+    const auto controller = controllers_[run.index];
+    if (!controller) {
+      facts_failed(run, run.node->name + ": steps delegated to the controller, but the node's settings name no "
+                                         "scheduler.slurm.controller");
+      return;
+    }
+    CommandRequest request{"sh -s", controller_check_script(run.request.controller_checks), {}, false};
+    runner_.submit(*controller, std::move(request), [this, &run](const CommandOutcome& checked) {
+      if (!checked.ok()) {
+        facts_failed(run, run.node->name + ": cannot run its checks on the controller: " + checked.message);
+      } else if (auto merged = merge_controller_checks(checked.out, run.facts); !merged) {
+        facts_failed(run, run.node->name + ": " + merged.error().message);
+      } else {
+        facts_complete(run);
+      }
+    });
+  }
+
+  void facts_complete(NodeRun& run) {
+    if (run.stage == Stage::Verifying) {
       verify(run);
     } else {
       next_phase(run);
+    }
+  }
+
+  void facts_failed(NodeRun& run, const std::string& why) {
+    if (run.stage == Stage::Verifying) {
+      roll_back(run, "verify", why);
+    } else {
+      node_done(run, NodeResult::Failed, why);
     }
   }
 
@@ -268,7 +302,16 @@ class Execution {
     }
     if (step.type == "package") run.package_index_refreshed = true;
     CommandRequest request{action->command, action->stdin_data, {}, false};
-    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
+    size_t target = run.index;
+    if (delegated_to_controller(step)) {
+      if (!controllers_[run.index]) {
+        roll_back(run, step.key, "delegated to the controller, but no scheduler.slurm.controller is set");
+        return;
+      }
+      target = *controllers_[run.index];
+      request.command = controller_command(options_.run_id, action->command);
+    }
+    runner_.submit(target, std::move(request), [this, &run](const CommandOutcome& outcome) {
       const ResolvedStep& done = run.phase.steps[run.step];
       if (!outcome.ok()) {
         roll_back(run, done.key, outcome.message);
@@ -415,20 +458,53 @@ class Execution {
     run.failed_step = step;
     run.failure = why;
     CommandRequest request{"sh -s", restore_script(options_.run_id, run.phase.phase, run.touch), {}, false};
-    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
-      const std::string where = run.node->name + ": phase " + run.phase.phase +
-                                (run.failed_step.empty() ? "" : ", step " + run.failed_step) + ": ";
-      if (outcome.ok()) {
-        journal_.checkpoint_restored(run.node->name, run.phase.phase);
-        finish_phase(run, "rolled-back", run.failed_step, run.failure);
-        node_done(run, run.interrupted ? NodeResult::Interrupted : NodeResult::Failed,
-                  where + run.failure + " (rolled back to the checkpoint)");
-      } else {
-        const std::string message = run.failure + "; ROLLBACK FAILED: " + outcome.message;
-        finish_phase(run, "failed", run.failed_step, message);
-        node_done(run, NodeResult::Failed, where + message);
-      }
+    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& restored) {
+      roll_back_on_controller(run, restored, controller_rollbacks_reached(run));
     });
+  }
+
+  // The rollbacks of the delegated steps this phase reached (the failed one
+  // included: it may have half-run), newest first.
+  std::vector<std::string> controller_rollbacks_reached(const NodeRun& run) const {
+    std::vector<std::string> out;
+    const size_t reached = std::min(run.step + 1, run.phase.steps.size());
+    for (size_t i = reached; i-- > 0;) {
+      const ResolvedStep& s = run.phase.steps[i];
+      if (delegated_to_controller(s)) out.push_back(s.params.value("rollback", std::string()));
+    }
+    return out;
+  }
+
+  // After the node's restore: the delegated steps' rollbacks on the
+  // controller, one by one, all of them even when the node's restore
+  // failed (the controller should not keep what the node no longer
+  // matches). The first failure is the one reported.
+  void roll_back_on_controller(NodeRun& run, CommandOutcome first, std::vector<std::string> rollbacks) {
+    if (rollbacks.empty() || !controllers_[run.index]) {
+      rolled_back(run, first);
+      return;
+    }
+    CommandRequest request{controller_command(options_.run_id, rollbacks.front()), "", {}, false};
+    rollbacks.erase(rollbacks.begin());
+    runner_.submit(*controllers_[run.index], std::move(request),
+                   [this, &run, first = std::move(first), rest = std::move(rollbacks)](const CommandOutcome& done) mutable {
+                     roll_back_on_controller(run, first.ok() ? done : std::move(first), std::move(rest));
+                   });
+  }
+
+  void rolled_back(NodeRun& run, const CommandOutcome& outcome) {
+    const std::string where = run.node->name + ": phase " + run.phase.phase +
+                              (run.failed_step.empty() ? "" : ", step " + run.failed_step) + ": ";
+    if (outcome.ok()) {
+      journal_.checkpoint_restored(run.node->name, run.phase.phase);
+      finish_phase(run, "rolled-back", run.failed_step, run.failure);
+      node_done(run, run.interrupted ? NodeResult::Interrupted : NodeResult::Failed,
+                where + run.failure + " (rolled back to the checkpoint)");
+    } else {
+      const std::string message = run.failure + "; ROLLBACK FAILED: " + outcome.message;
+      finish_phase(run, "failed", run.failed_step, message);
+      node_done(run, NodeResult::Failed, where + message);
+    }
   }
 
   void finish_phase(NodeRun& run, const std::string& status, const std::string& step, const std::string& message) {
@@ -449,6 +525,7 @@ class Execution {
   RunJournal& journal_;
   const ExecutorOptions& options_;
   std::vector<NodeRun> runs_;
+  std::vector<std::optional<size_t>> controllers_;  // runner endpoint of each node's controller
   ExecutionReport report_;
   size_t batch_size_ = 0, max_fail_ = 0, failures_ = 0;
   size_t next_node_ = 0, batch_begin_ = 0, batch_end_ = 0;

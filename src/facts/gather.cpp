@@ -1,6 +1,9 @@
 #include "gpuexpand/facts/gather.hpp"
 
 #include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/plan/controller.hpp"
+
+#include <spdlog/spdlog.h>
 
 namespace gpuexpand {
 
@@ -8,20 +11,45 @@ std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vect
   std::vector<NodeEndpoint> endpoints;
   endpoints.reserve(nodes.size());
   for (const auto* node : nodes) endpoints.push_back({node->name, node->address, spec.ssh.port, spec.ssh.user});
+  // Then the controllers of delegated steps (plan/controller.hpp). A runner
+  // connects to an endpoint only when it has work for it.
+  for (const auto& host : controllers_of(nodes)) endpoints.push_back({host.name, host.address, spec.ssh.port, spec.ssh.user});
   return endpoints;
 }
+
+namespace {
+
+// Runs a node's delegated checks on its controller (runner endpoint
+// `controller`) and merges the exit codes into `facts` when they come back.
+void gather_controller_checks(CommandRunner& runner, size_t controller, const std::map<std::string, std::string>& checks,
+                              const std::string& node, nlohmann::json& facts) {
+  CommandRequest request{"sh -s", controller_check_script(checks), {}, false};
+  // `facts` is an element of a std::map: it stays where it is while the
+  // runner works on other nodes.
+  runner.submit(controller, std::move(request), [&facts, node](const CommandOutcome& outcome) {
+    // Without them the delegated steps plan as "?" (decided when applied).
+    if (!outcome.ok()) {
+      spdlog::warn("{}: the controller's checks for this node did not run: {}", node, outcome.message);
+    } else if (auto merged = merge_controller_checks(outcome.out, facts); !merged) {
+      spdlog::warn("{}: {}", node, merged.error().message);
+    }
+  });
+}
+
+}  // namespace
 
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at) {
   FactsByNode facts;
   std::vector<FactsRequest> requests(nodes.size());
+  const auto controllers = controller_endpoints(nodes);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const NodeSpec& node = *nodes[i];
-    requests[i] = facts_request_for(steps_to_probe(spec, node, playbooks));
+    requests[i] = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
     CommandRequest probe;
     probe.command = "sh -s";
     probe.stdin_data = probe_script(requests[i]);
-    runner.submit(i, std::move(probe), [&facts, &requests, &collected_at, &node, i](const CommandOutcome& outcome) {
+    runner.submit(i, std::move(probe), [&, i](const CommandOutcome& outcome) {
+      const NodeSpec& node = *nodes[i];
       nlohmann::json unreachable = {{"schema_version", 1}, {"node", node.name}};
       if (!outcome.ok()) {
         unreachable["unreachable"] = outcome.message;
@@ -35,6 +63,9 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
         return;
       }
       facts[node.name] = std::move(parsed.value());
+      if (!requests[i].controller_checks.empty() && controllers[i]) {
+        gather_controller_checks(runner, *controllers[i], requests[i].controller_checks, node.name, facts[node.name]);
+      }
     });
   }
   runner.run();

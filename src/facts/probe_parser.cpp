@@ -448,4 +448,17 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   return facts;
 }
 
+Result<void> merge_controller_checks(std::string_view output, nlohmann::json& facts) {
+  const auto sections = split_sections(output);
+  if (sections.empty() || sections.back().name != "end") {
+    return make_error("the controller's check script stopped early (no end marker)");
+  }
+  if (!facts.contains("checks") || !facts["checks"].is_object()) facts["checks"] = json::object();
+  for (const auto& s : sections) {
+    if (s.name != "check") continue;
+    if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+  }
+  return {};
+}
+
 }  // namespace gpuexpand

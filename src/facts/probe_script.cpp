@@ -3,6 +3,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
+#include "gpuexpand/plan/controller.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -22,6 +23,16 @@ std::vector<std::string> names_param(const nlohmann::json& value) {
 std::string text_param(const nlohmann::json& params, const char* key) {
   auto it = params.find(key);
   return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// Checks are read-only by contract; bounded in time all the same.
+std::string check_lines(const std::map<std::string, std::string>& checks) {
+  std::string s;
+  for (const auto& [key, command] : checks) {
+    s += "m check " + shell_quote(key) + "; timeout 60 sh -c " + shell_quote(command) +
+         " </dev/null >/dev/null 2>&1; echo $?\n";
+  }
+  return s;
 }
 
 }  // namespace
@@ -53,7 +64,7 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
         for (const auto& [key, _] : p["values"].items()) request.sysctl_keys.insert(key);
       }
     } else if (type == "command") {
-      request.checks[step.key] = text_param(p, "check");
+      (delegated_to_controller(step) ? request.controller_checks : request.checks)[step.key] = text_param(p, "check");
     }
   }
   request.services.erase("");
@@ -68,13 +79,21 @@ std::string probe_script(const FactsRequest& request) {
   s += "# gpuexpand facts probe: read-only, one round trip\n";
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
+  // stat's "MODE OWNER GROUP SIZE TYPE" -> is SIZE at most 64 KiB?
+  s += "gx_small() { set -- $1; [ \"${4:-0}\" -le 65536 ]; }\n";
   s += "m os-release; cat /etc/os-release 2>/dev/null\n";
   s += "m kernel; uname -r; uname -m\n";
   s += "m hostname; cat /proc/sys/kernel/hostname\n";
   s += "m timezone; readlink /etc/localtime 2>/dev/null || cat /etc/timezone 2>/dev/null\n";
   s += "m package-manager; for t in apt-get dnf yum; do command -v $t >/dev/null 2>&1 && echo $t; done\n";
-  s += "m time-sync; for u in chrony chronyd systemd-timesyncd; do printf '%s ' $u; systemctl is-active $u 2>/dev/null "
-       "|| echo inactive; done\n";
+  // One systemctl for every unit whose state is a fact: each systemctl call
+  // costs a D-Bus round trip (~20 ms on a busy node). It prints one word
+  // per unit, or nothing where systemd is not running; the padding makes
+  // $1..$5 read "inactive" then.
+  s += "set -- $(systemctl is-active chrony chronyd systemd-timesyncd slurmd kubelet 2>/dev/null) inactive inactive "
+       "inactive inactive inactive\n";
+  s += "gx_slurmd=$4 gx_kubelet=$5\n";
+  s += "m time-sync; echo \"chrony $1\"; echo \"chronyd $2\"; echo \"systemd-timesyncd $3\"\n";
   s += "m chrony-sources; command -v chronyc >/dev/null 2>&1 && timeout 5 chronyc -n -c sources 2>/dev/null\n";
   s += "m cpu; nproc; grep -m1 '^model name' /proc/cpuinfo; grep '^physical id' /proc/cpuinfo | sort -u | wc -l; "
        "ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l; grep '^MemTotal:' /proc/meminfo\n";
@@ -98,10 +117,10 @@ std::string probe_script(const FactsRequest& request) {
     s += "m file " + q + "\n";
     // Small files come back whole; large and secret ones as a digest.
     const std::string small =
-        request.secret_files.count(path) ? std::string("false") : "[ $(stat -c %s " + q + ") -le 65536 ]";
-    s += "if [ -e " + q + " ] || [ -L " + q + " ]; then stat -c '%a %U %G %s %F' " + q + "; if [ -f " + q +
-         " ] && " + small + "; then base64 -w0 " + q + "; echo; elif [ -f " + q + " ]; then sha256sum " + q +
-         "; fi; fi\n";
+        request.secret_files.count(path) ? std::string("false") : std::string("gx_small \"$gx_st\"");
+    s += "if [ -e " + q + " ] || [ -L " + q + " ]; then gx_st=$(stat -c '%a %U %G %s %F' " + q +
+         "); echo \"$gx_st\"; if [ -f " + q + " ] && " + small + "; then base64 -w0 " + q + "; echo; elif [ -f " + q +
+         " ]; then sha256sum " + q + "; fi; fi\n";
   }
   if (!request.services.empty()) {
     std::string units;
@@ -122,19 +141,24 @@ std::string probe_script(const FactsRequest& request) {
   s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
   s += "m mounts; cat /proc/self/mounts\n";
   s += "m fstab; cat /etc/fstab 2>/dev/null\n";
-  s += "m slurmd; systemctl is-active slurmd 2>/dev/null || echo inactive\n";
+  s += "m slurmd; echo \"$gx_slurmd\"\n";
   s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && timeout 10 scontrol show node \"$(cat "
        "/proc/sys/kernel/hostname)\" -o 2>/dev/null\n";
-  s += "m kubelet; systemctl is-active kubelet 2>/dev/null || echo inactive\n";
+  s += "m kubelet; echo \"$gx_kubelet\"\n";
   for (const auto& path : request.free_space_paths) {
     s += "m df " + shell_quote(path) + "; p=" + shell_quote(path) +
          "; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; df -P -B1 \"$p\" 2>/dev/null | tail -n 1\n";
   }
-  for (const auto& [key, command] : request.checks) {
-    // Checks are read-only by contract; bounded in time all the same.
-    s += "m check " + shell_quote(key) + "; timeout 60 sh -c " + shell_quote(command) +
-         " </dev/null >/dev/null 2>&1; echo $?\n";
-  }
+  s += check_lines(request.checks);
+  s += "m end\n";
+  return s;
+}
+
+std::string controller_check_script(const std::map<std::string, std::string>& checks) {
+  std::string s = "# gpuexpand: checks of steps delegated to this controller (read-only)\n";
+  s += kRemoteScriptEnvironment;
+  s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
+  s += check_lines(checks);
   s += "m end\n";
   return s;
 }

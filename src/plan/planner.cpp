@@ -231,8 +231,21 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
       out.push_back({key, step.id, step.type, std::move(params.value())});
     }
   };
+  // A step delegated to the controller is probed only where its conditions
+  // can hold: its check costs a command on another host (a static Slurm
+  // node's line), and a spec without such nodes must not need the
+  // controller at all. Conditions that read facts cannot be judged yet.
+  auto may_hold = [&vars](const std::string& condition) {
+    if (condition.empty() || condition.find("facts") != std::string::npos) return true;
+    auto holds = evaluate_condition(condition, vars);
+    return !holds || holds.value();
+  };
   for (const auto& phase : playbooks.phases) {
     for (const auto& step : phase.steps) {
+      const auto delegate = step.params.find("delegate_to");
+      if (delegate != step.params.end() && *delegate == "controller" && !(may_hold(phase.when) && may_hold(step.when))) {
+        continue;
+      }
       if (step.for_each.empty()) {
         add(step, step.id);
         continue;

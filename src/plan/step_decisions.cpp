@@ -336,7 +336,9 @@ struct Decider {
   void command() {
     const json* checks = find(facts, "checks");
     const json* code = checks ? find(*checks, instance.key) : nullptr;
-    const std::string target = "command " + instance.key;
+    const auto delegate = params().find("delegate_to");
+    const bool on_controller = delegate != params().end() && *delegate == "controller";
+    const std::string target = "command " + instance.key + (on_controller ? " (on the controller)" : "");
     if (!code) {
       add(ChangeAction::Unknown, target, "check not run yet; decided on the node");
     } else if (code->get<int>() != 0) {

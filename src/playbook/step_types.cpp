@@ -24,7 +24,7 @@ const std::vector<StepTypeInfo>& step_types() {
       {"sysctl", {"values"}, {}},
       {"kernel_module", {"names"}, {}},
       {"mount", {"source", "path", "fstype"}, {"options"}},
-      {"command", {"run", "check", "rollback"}, {}},
+      {"command", {"run", "check", "rollback"}, {"delegate_to"}},
       {"reboot", {"reboot_on"}, {}},
       // Its settings come from the node's spec (accept/acceptance.cpp),
       // added by the planner, not written in the playbook.

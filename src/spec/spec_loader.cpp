@@ -362,6 +362,11 @@ class SpecBuilder {
       conf += "Weight=" + std::to_string(slurm["weight"].get<long long>()) + " ";
     }
     slurm["node_conf"] = conf + "State=DRAIN";
+    // A static node's NodeName line on the controller, after NodeName= and
+    // NodeAddr= (the playbook adds those per node).
+    if (!conf.empty()) conf.pop_back();
+    slurm["static_conf"] = conf;
+    slurm["mode"] = slurm.value("mode", std::string("dynamic"));
     slurm["gres_list"] = gres;
     slurm["feature_list"] = features;
   }
@@ -482,15 +487,13 @@ class SpecBuilder {
       // controller.
       require_merged(*scheduler, "slurm", {"controller"}, "/scheduler", at);
       if (const auto* slurm = member(*scheduler, "slurm")) {
-        // Only dynamic nodes fetching their configuration from the
-        // controller are built so far; say so instead of half-working.
-        if (string_member(*slurm, "mode").value_or("dynamic") == "static") {
-          error(at("/scheduler/slurm/mode"), "scheduler.slurm.mode 'static' is not supported yet: use 'dynamic'");
-        }
+        // Nodes fetch slurm.conf from the controller (configless), dynamic
+        // and static alike; copying slurm.conf to every node is not built
+        // yet: say so instead of half-working.
         if (auto it = slurm->find("configless"); it != slurm->end() && *it == false) {
           error(at("/scheduler/slurm/configless"),
-                "scheduler.slurm.configless: false is not supported yet: dynamic nodes fetch slurm.conf from the "
-                "controller");
+                "scheduler.slurm.configless: false is not supported yet: nodes fetch slurm.conf from the "
+                "controller (SlurmctldParameters=enable_configless)");
         }
       }
       // No ca_cert_hash would mean trusting whatever answers at the

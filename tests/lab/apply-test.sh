@@ -150,7 +150,9 @@ sed 's/mtu: 9000/mtu: 8000/' "$work/lab.yaml" >"$work/mtu.yaml"
 sshn node-04 "rm -f /etc/chrony/chrony.conf"  # os-init work too
 "$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/killed.log" 2>&1 &
 victim=$!
-sleep 1.5
+# Killed as soon as the run is on record (its first line): the whole apply
+# takes about a second now, so a fixed sleep could outlast it.
+for _ in $(seq 200); do grep -q "applying to" "$work/killed.log" 2>/dev/null && break; sleep 0.02; done
 kill -9 "$victim" 2>/dev/null
 wait "$victim" 2>/dev/null
 out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)

@@ -138,4 +138,62 @@ check "slurmd is gone from node-06" on node-06 "inactive absent" \
   "echo \$(systemctl is-active slurmd 2>/dev/null || true) \$(dpkg-query -W -f='\${db:Status-Abbrev}' slurmd 2>/dev/null | grep -q '^ii' && echo present || echo absent)"
 check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-05 State)"
 
+# ---------------------------------------------------------------- static node
+# node-06 again, now as a static node: its NodeName line is written into the
+# controller's slurm.conf by a step delegated to the controller (over its
+# own SSH session), slurmctld restarted, the node held from the start.
+sed 's/mode: dynamic/mode: static/' "$work/lab.yaml" >"$work/static.yaml"
+line='NodeName=node-06 NodeAddr=198.18.0.16 Gres=gpu:8 Feature=h200,lab'
+conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf")
+out=$("$gx" apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "static: apply --until scheduler: exit 0" test "$rc" -eq 0
+check "static: the controller's slurm.conf has node-06's line" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
+check "static: node-06 is registered, not as a dynamic node"   bash -c '[[ -n $1 && $1 != *DYNAMIC* ]]' _ "$(node_field node-06 State)"
+check "static: node-06 is in its maintenance reservation" eventually 10 in_maintenance node-06
+job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-06 -N1 -t 1 --wrap hostname'")
+sleep 3
+check "static: a user job asking for node-06 stays pending under acceptance" test "$(job_state "$job")" = PENDING
+out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "static: acceptance passes (exit 0)" test "$rc" -eq 0
+check "static: the user's job then runs" eventually 30 job_completed "$job"
+out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
+check "static: second apply changes nothing" grep -q "1 node: 0 changed, 1 unchanged, 0 failed" <<<"$out"
+run_id=$(sqlite3 "$state" 'select max(id) from runs')
+check "static: ... with one probe on the node and the delegated check on the controller" \
+  test "$(sqlite3 "$state" "select group_concat(node, ' ') from (select node from audit where run_id=$run_id order by node)")" = "ctl node-06"
+
+# A failure later in the phase rolls the controller back too: new features
+# are written there, then a step added for the test fails.
+cp -r "$repo/schemas" "$repo/playbooks" "$work/"
+cat >>"$work/playbooks/60-scheduler.yaml" <<'FAIL'
+
+  - id: failing-step-for-tests
+    type: command
+    when: scheduler.kind == 'slurm' and scheduler.slurm.mode == 'static'
+    check: "false"
+    run: echo "failing on purpose" >&2; exit 1
+    rollback: "true"
+FAIL
+sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/static.yaml" >"$work/static-ndr.yaml"
+out=$("$gx" --data-dir "$work" apply "$work/static-ndr.yaml" --limit node-06 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "static: a failing step after the controller's change: exit 3" test "$rc" -eq 3
+check "  the phase was rolled back" grep -q "node-06  scheduler  FAILED, rolled back .*failing-step-for-tests" <<<"$out"
+check "  the controller has node-06's old line again" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
+check "  and the node its old features" test "$(node_field node-06 AvailableFeatures)" = "h200,lab"
+in_service() { [[ $(node_field "$1" State) == IDLE* && $(node_field "$1" State) != *DRAIN* && $(node_field "$1" State) != *MAINT* ]]; }
+check "  node-06 still in service (the rollback waited for it)" in_service node-06
+
+out=$("$gx" rollback "$work/static.yaml" --node node-06 --to monitoring --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "static: rollback --to monitoring: exit 0" test "$rc" -eq 0
+check "static: node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
+check "static: the controller's slurm.conf is as before, byte for byte" test "$(ctl "sha256sum /etc/slurm/slurm.conf")" = "$conf_before"
+
 finish

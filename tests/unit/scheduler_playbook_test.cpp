@@ -13,7 +13,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/plan/controller.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -85,7 +88,8 @@ class SchedulerPlaybook : public ::testing::Test {
     for (const auto& [from, to] : {std::pair<std::string, std::string>{"/etc/gpuexpand/", dir_ + "/etc/"},
                                    {"/run/", dir_ + "/run/"},
                                    {"/var/lib/gpuexpand/", dir_ + "/var/"},
-                                   {"/sys/class/net/", dir_ + "/sys/"}}) {
+                                   {"/sys/class/net/", dir_ + "/sys/"},
+                                   {"/etc/slurm/", dir_ + "/etc/"}}) {
       for (size_t at = 0; (at = script.find(from, at)) != std::string::npos; at += to.size()) {
         script.replace(at, from.size(), to);
       }
@@ -116,6 +120,9 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
                       "Feature=h200,lab State=DRAIN\" $SLURMD_OPTIONS\n"),
             std::string::npos)
       << unit;
+  // Without static nodes the controller is never needed: the step
+  // delegated there is not even probed.
+  EXPECT_TRUE(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.empty());
   const std::string registration = step(steps, "slurm-registration").params["run"];
   EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << registration;
   EXPECT_NE(registration.find("flags=maint,ignore_jobs"), std::string::npos);
@@ -211,6 +218,134 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   EXPECT_EQ(run(check).first, 0) << run(check).second;
   tool("kubectl", "printf '{\"gpu-type\":\"h100\"}'");
   EXPECT_EQ(run(check).first, 1);
+}
+
+// The registration check runs in every facts probe and decides from one
+// `scontrol show node -o` line: here lines captured from the lab's
+// slurmctld (tests/fixtures/slurm/), edited where a case needs it.
+TEST_F(SchedulerPlaybook, SlurmRegistrationCheckOnCapturedLines) {
+  const auto steps = scheduler_steps("examples/lab-rack.yaml");
+  const std::string check = step(steps, "slurm-registration").params["check"];
+  std::ofstream(dir_ + "/var/accepted.json") << "{}";
+  auto check_with = [&](const std::string& fixture, const std::string& edit = "", bool reserved = false) {
+    tool("scontrol", "case \"$1 $2\" in\n'show node') sed -e " + shell_quote(edit.empty() ? "p;d" : edit) + " " +
+                         shell_quote(testing::source_path("tests/fixtures/slurm/" + fixture)) + " ;;\n" +
+                         "'show reservation') exit " + (reserved ? "0" : "1") + " ;;\nesac");
+    return run(check).first;
+  };
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt"), 0) << "features h200,lab and gpu:8 as the spec says";
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/AvailableFeatures=h200,lab/AvailableFeatures=lab,h200/"), 0)
+      << "features are a set";
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/AvailableFeatures=h200,lab/AvailableFeatures=h200/"), 1);
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/AvailableFeatures=h200,lab/AvailableFeatures=h200,lab,x/"), 1);
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/ Gres=gpu:8 / Gres=gpu:8(S:0-1) /"), 0)
+      << "the socket suffix is not part of the GRES";
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/ Gres=gpu:8 / Gres=gpu:4 /"), 1);
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "s/ Gres=gpu:8 / Gres=(null) /"), 1);
+  EXPECT_EQ(check_with("scontrol-show-node-drained.txt"), 0) << "drained with a reason: by acceptance, not pending";
+  EXPECT_EQ(check_with("scontrol-show-node-drained.txt", "s/ Reason=.*//"), 1)
+      << "drained without a reason: its registration's State=DRAIN still stands";
+  EXPECT_EQ(check_with("scontrol-show-node-missing.txt"), 1) << "not registered";
+  ASSERT_EQ(::unlink((dir_ + "/var/accepted.json").c_str()), 0);
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt"), 1) << "not accepted and not held";
+  EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "", true), 0) << "held in its reservation";
+}
+
+// mode: static. The node's NodeName line is written on the controller (a
+// step delegated there), slurmctld restarted, the new node held in its
+// reservation; the node's slurmd runs without -Z. The controller script
+// runs here against a slurm.conf copy with stand-ins for scontrol and
+// systemctl; the lab test runs it against the real slurmctld.
+TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
+  const std::string spec = dir_ + "/static.yaml";
+  ASSERT_EQ(std::system(("sed 's/mode: dynamic /mode: static  /' " +
+                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + spec)
+                            .c_str()),
+            0);
+  const auto steps = scheduler_steps(spec);
+  const auto& node_line = step(steps, "slurm-static-node");
+  EXPECT_EQ(node_line.params["delegate_to"], "controller");
+  EXPECT_TRUE(delegated_to_controller(node_line));
+  EXPECT_FALSE(delegated_to_controller(step(steps, "slurm-registration")));
+  const std::string unit = step(steps, "slurmd-static").params["content"];
+  EXPECT_NE(unit.find("ExecStart=/usr/sbin/slurmd -D -s -N node-01 --conf-server 198.18.0.10 $SLURMD_OPTIONS\n"),
+            std::string::npos)
+      << unit;
+  for (const auto& s : steps) EXPECT_NE(s.id, "slurmd-dynamic") << "one slurmd drop-in per mode";
+
+  // The facts request sends the check to the controller, not to the node.
+  EXPECT_EQ(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.size(), 1u);
+  const FactsRequest request = facts_request_for(steps);
+  EXPECT_EQ(request.controller_checks.count("slurm-static-node"), 1u);
+  EXPECT_EQ(request.checks.count("slurm-static-node"), 0u);
+  EXPECT_EQ(probe_script(request).find("slurm.conf"), std::string::npos);
+  // And the rollback is the controller's, kept apart in the checkpoint manifest.
+  const PhaseTouch touch = PhaseTouch::from_json(phase_touch(steps).to_json());
+  ASSERT_EQ(touch.controller_rollbacks.size(), 1u);
+  EXPECT_EQ(touch.controller_rollbacks[0], node_line.params["rollback"]);
+  for (const auto& r : touch.command_rollbacks) EXPECT_EQ(r.find("slurm.conf"), std::string::npos);
+
+  const std::string conf = dir_ + "/etc/slurm.conf";
+  const std::string original =
+      "ClusterName=lab\nSlurmctldHost=ctl(198.18.0.10)\nNodeName=node-010 NodeAddr=198.18.0.30 Gres=gpu:8\n"
+      "PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP\n";
+  std::ofstream(conf) << original;
+  const std::string log = dir_ + "/ctl.log";
+  tool("systemctl", "echo \"systemctl $*\" >> " + log);
+  tool("scontrol", "echo \"scontrol $*\" >> " + log + "\ncase \"$1\" in\nping) echo 'Slurmctld(primary) at ctl is UP' ;;\n"
+                   "show) [ \"$2\" = reservation ] && exit 1; grep -q '^NodeName=node-01 ' " + conf +
+                       " && echo 'NodeName=node-01 Arch=x86_64 State=IDLE' ;;\nesac");
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string line = "NodeName=node-01 NodeAddr=198.18.0.11 Gres=gpu:8 Feature=h200,lab\n";
+  const std::string run_script = "GPUEXPAND_RUN_ID=7\n" + node_line.params["run"].get<std::string>();
+  const std::string rollback = "GPUEXPAND_RUN_ID=7\n" + node_line.params["rollback"].get<std::string>();
+  const std::string check = node_line.params["check"];
+
+  EXPECT_EQ(run(check).first, 1) << "not in slurm.conf yet";
+  auto [rc, out] = run(run_script);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(read(conf), original + line) << "one line added, node-010 (same prefix) untouched";
+  EXPECT_EQ(read(log),
+            "scontrol show node node-01 -o\nsystemctl restart slurmctld\nscontrol ping\n"
+            "scontrol show reservation gpuexpand-accept-node-01\n"
+            "scontrol create reservation reservationname=gpuexpand-accept-node-01 nodes=node-01 starttime=now "
+            "duration=infinite users=root flags=maint,ignore_jobs\n")
+      << "a new node is held before its slurmd can register";
+  EXPECT_EQ(read(dir_ + "/var/controller/7/node-01.before"), "") << "the controller had no line for it";
+  EXPECT_EQ(run(check).first, 0);
+  std::ofstream(log, std::ios::trunc).close();
+  ASSERT_EQ(run(run_script).first, 0);
+  EXPECT_EQ(read(conf), original + line) << "run again: still one line";
+  EXPECT_EQ(read(log).find("restart"), std::string::npos) << "nothing changed: slurmctld keeps running";
+
+  // The rollback of run 7 puts slurm.conf back byte for byte; of a run in
+  // which the step never ran, it does nothing.
+  std::ofstream(log, std::ios::trunc).close();
+  EXPECT_EQ(run("GPUEXPAND_RUN_ID=8\n" + node_line.params["rollback"].get<std::string>()).first, 0);
+  EXPECT_EQ(read(conf), original + line);
+  EXPECT_EQ(read(log), "");
+  ASSERT_EQ(run(rollback).first, 0);
+  EXPECT_EQ(read(conf), original);
+  EXPECT_EQ(read(log),
+            "scontrol delete reservation=gpuexpand-accept-node-01\nsystemctl restart slurmctld\nscontrol ping\n");
+
+  // A node already on the controller with other features: its line is
+  // replaced, it is not put in a reservation (it is in service), and the
+  // rollback brings the old line back.
+  const std::string old_line = "NodeName=node-01 NodeAddr=198.18.0.11 Gres=gpu:8 Feature=h100\n";
+  std::ofstream(conf, std::ios::trunc) << original << old_line;
+  std::ofstream(log, std::ios::trunc).close();
+  const std::string run9 = "GPUEXPAND_RUN_ID=9\n" + node_line.params["run"].get<std::string>();
+  ASSERT_EQ(run(run9).first, 0);
+  EXPECT_EQ(read(conf), original + line);
+  EXPECT_EQ(read(log).find("create reservation"), std::string::npos);
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + node_line.params["rollback"].get<std::string>()).first, 0);
+  EXPECT_EQ(read(conf), original + old_line);
 }
 
 TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {

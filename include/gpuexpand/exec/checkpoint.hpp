@@ -27,6 +27,10 @@ struct PhaseTouch {
   std::set<std::string> mount_targets;
   bool hostname = false;
   std::vector<std::string> command_rollbacks;  // `rollback` of command steps, in step order
+  // `rollback` of command steps delegated to the scheduler's controller
+  // (delegate_to: controller), in step order: run there, not on the node,
+  // and not part of the node's checkpoint or restore scripts.
+  std::vector<std::string> controller_rollbacks;
 
   nlohmann::json to_json() const;  // the manifest kept in the state store
   static PhaseTouch from_json(const nlohmann::json& manifest);

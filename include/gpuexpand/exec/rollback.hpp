@@ -16,6 +16,10 @@ namespace gpuexpand {
 struct NodeRollback {
   std::string node;
   std::vector<CheckpointRecord> checkpoints;  // in the order to restore them (newest first)
+  // Runner endpoint of the node's scheduler controller: where the rollbacks
+  // of delegated steps (a checkpoint's controller_rollbacks) run, after the
+  // node's restore of that checkpoint.
+  std::optional<size_t> controller;
 };
 
 struct NodeRollbackResult {

@@ -17,7 +17,8 @@ namespace gpuexpand {
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at);
 
-// Endpoints for the selected nodes from the spec's ssh settings.
+// Endpoints for the selected nodes from the spec's ssh settings, then one
+// per distinct controller of theirs (plan/controller.hpp).
 std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes);
 
 }  // namespace gpuexpand

@@ -25,6 +25,9 @@ struct FactsRequest {
   std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
   std::set<std::string> services;  // unit names without ".service"
   std::map<std::string, std::string> checks;  // step key -> rendered check command
+  // Checks of steps delegated to the scheduler's controller (plan/controller.hpp):
+  // run there by controller_check_script, merged into the node's facts.
+  std::map<std::string, std::string> controller_checks;
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
 };
 
@@ -37,5 +40,13 @@ std::string probe_script(const FactsRequest& request);
 // for output that is not the probe's at all (truncated, wrong shell).
 Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
                                           const FactsRequest& request, const std::string& collected_at);
+
+// The delegated steps' checks of one node, for `sh -s` on its controller.
+// Same markers as the probe: "check KEY" sections, then "end".
+std::string controller_check_script(const std::map<std::string, std::string>& checks);
+
+// Puts the exit codes printed by controller_check_script into
+// facts["checks"]. An error for output that is not the script's.
+Result<void> merge_controller_checks(std::string_view output, nlohmann::json& facts);
 
 }  // namespace gpuexpand
