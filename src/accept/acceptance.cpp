@@ -171,9 +171,12 @@ json acceptance_settings(const json& vars) {
   json settings = {{"node", node}};
   const json& validation = member(vars, "validation");
   settings["job_timeout"] = number(validation, "job_timeout", 120);
-  // Only when set: a record made without it stays valid.
+  // Only when set: a record made without them stays valid.
   if (validation.is_object() && validation.contains("multinode_nodes")) {
     settings["multinode_nodes"] = number(validation, "multinode_nodes", 0);
+  }
+  if (validation.is_object() && validation.contains("min_rdma_gbps") && validation["min_rdma_gbps"].is_number()) {
+    settings["min_rdma_gbps"] = validation["min_rdma_gbps"];
   }
 
   const json& gpu = member(vars, "gpu");
@@ -275,7 +278,11 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
     } else if (member(member(facts, "network"), "rdma").empty()) {
       out.push_back(result("network", "fail", "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
     } else {
-      out.push_back(result("network", "skip", "ib_write_bw/NCCL tests between nodes are not run yet"));
+      if (rdma_pairs(facts).empty()) {
+        out.push_back(
+            result("network", "skip", "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between"));
+      }
+      out.push_back(result("network", "skip", "NCCL tests (nccl-tests all_reduce_perf) are not run by gpuexpand"));
     }
   }
   if (wants(settings, "scheduler") && !member(settings, "slurm").is_object()) {
@@ -285,6 +292,19 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
                                               : "no scheduler in the spec"));
   }
   return out;
+}
+
+RdmaPairs rdma_pairs(const json& facts) {
+  std::set<std::string> active;
+  for (const auto& port : member(member(facts, "network"), "rdma")) {
+    if (text(port, "state") == "active" && !text(port, "device").empty()) active.insert(text(port, "device"));
+  }
+  const std::vector<std::string> devices(active.begin(), active.end());
+  RdmaPairs pairs;
+  if (devices.size() < 2) return pairs;
+  for (size_t i = 0; i + 1 < devices.size(); i += 2) pairs.emplace_back(devices[i], devices[i + 1]);
+  if (devices.size() % 2 == 1) pairs.emplace_back(devices.back(), devices.front());
+  return pairs;
 }
 
 PingPeers ping_peers(const json& settings, const std::vector<const json*>& others) {
@@ -302,7 +322,7 @@ PingPeers ping_peers(const json& settings, const std::vector<const json*>& other
   return peers;
 }
 
-std::string acceptance_script(const json& settings, const PingPeers& peers, AcceptanceMode mode) {
+std::string acceptance_script(const json& settings, const PingPeers& peers, AcceptanceMode mode, const RdmaPairs& rdma) {
   const std::string node = text(settings, "node");
   const long job_timeout = number(settings, "job_timeout", 120);
   std::string s;
@@ -376,6 +396,33 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
            " >/dev/null 2>&1; then res network pass \"$t\" " + q(what + "reach " + peer->second + " unfragmented") + "\n";
       s += "else res network fail \"$t\" " +
            q(what + "do not reach " + peer->second + " (ping -M do -s " + size + ")") + "; fi\n";
+    }
+  }
+
+  if (wants(settings, "network") && text(settings, "rdma", "none") != "none" && !rdma.empty()) {
+    // HCA to HCA on this node: the server on B, the client on A, the
+    // out-of-band exchange over 127.0.0.1; the writes cross the fabric.
+    // perftest prints a table under "BW average[Gb/sec]": the last row's
+    // fourth column is the average.
+    const json& min = member(settings, "min_rdma_gbps");
+    s += "rdma_bw() {\n  t=$(now)\n";
+    s += "  if ! command -v ib_write_bw >/dev/null 2>&1; then res network fail \"$t\" 'ib_write_bw is not installed "
+         "(perftest)'; return; fi\n";
+    s += "  timeout 60 ib_write_bw -d \"$2\" -p \"$3\" -D 5 -F --report_gbits >/dev/null 2>&1 &\n  srv=$!\n  sleep 1\n";
+    s += "  out=$(timeout 60 ib_write_bw -d \"$1\" -p \"$3\" -D 5 -F --report_gbits 127.0.0.1 2>&1); rc=$?\n";
+    s += "  wait \"$srv\" 2>/dev/null\n";
+    s += "  bw=$(printf '%s\\n' \"$out\" | awk '/BW average\\[Gb\\/sec\\]/ {h = 1; next} h && $1 ~ /^[0-9]+$/ && NF >= 4 "
+         "{v = $4} END {if (v != \"\") print v}')\n";
+    s += "  if [ $rc -ne 0 ] || [ -z \"$bw\" ]; then res network fail \"$t\" \"ib_write_bw $1 -> $2 failed (exit $rc): "
+         "$(printf '%s' \"$out\" | tail -n 2)\"; return; fi\n";
+    if (min.is_number()) {
+      const std::string m = min.dump();
+      s += "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" "
+           "\"ib_write_bw $1 -> $2: $bw Gb/s, below the minimum " + m + " Gb/s\"; return; fi\n";
+    }
+    s += "  res network pass \"$t\" \"ib_write_bw $1 -> $2: $bw Gb/s\"\n}\n";
+    for (size_t k = 0; k < rdma.size(); ++k) {
+      s += "rdma_bw " + q(rdma[k].first) + " " + q(rdma[k].second) + " " + std::to_string(18515 + k) + "\n";
     }
   }
 

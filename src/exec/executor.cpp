@@ -174,7 +174,7 @@ class Execution {
       return;
     }
     run.facts = std::move(facts.value());
-    if (run.request.controller_checks.empty()) {
+    if (!run.request.needs_controller()) {
       facts_complete(run);
       return;
     }
@@ -185,7 +185,7 @@ class Execution {
                                          "scheduler.slurm.controller");
       return;
     }
-    CommandRequest request{"sh -s", controller_check_script(run.request.controller_checks), {}, false};
+    CommandRequest request{"sh -s", controller_check_script(run.request), {}, false};
     runner_.submit(*controller, std::move(request), [this, &run](const CommandOutcome& checked) {
       if (!checked.ok()) {
         facts_failed(run, run.node->name + ": cannot run its checks on the controller: " + checked.message);
@@ -287,6 +287,10 @@ class Execution {
       accept(run);
       return;
     }
+    if (step.type == "copy" && step.params.value("src_host", std::string()) == "controller") {
+      copy_from_controller(run);
+      return;
+    }
     ActionContext context;
     if (auto manager = package_manager_of(run.facts)) {
       context.package_manager = manager.value();
@@ -320,6 +324,39 @@ class Execution {
       ++run.step;
       apply_next_step(run);
     });
+  }
+
+  // A copy whose source is on the controller: read it there (the audit
+  // records the command, never output), then write it on the node like any
+  // copy, refused if it changed since the plan.
+  void copy_from_controller(NodeRun& run) {
+    const ResolvedStep& step = run.phase.steps[run.step];
+    if (!controllers_[run.index]) {
+      roll_back(run, step.key, "its source is on the controller, but no scheduler.slurm.controller is set");
+      return;
+    }
+    runner_.submit(*controllers_[run.index], {controller_source_command(step), "", {}, false},
+                   [this, &run](const CommandOutcome& fetched) {
+                     const ResolvedStep& current = run.phase.steps[run.step];
+                     if (!fetched.ok()) {
+                       roll_back(run, current.key, "reading the source on the controller: " + fetched.message);
+                       return;
+                     }
+                     auto action = copy_action(current, fetched.out);
+                     if (!action) {
+                       roll_back(run, current.key, action.error().message);
+                       return;
+                     }
+                     runner_.submit(run.index, {action->command, action->stdin_data, {}, false},
+                                    [this, &run](const CommandOutcome& written) {
+                                      if (!written.ok()) {
+                                        roll_back(run, run.phase.steps[run.step].key, written.message);
+                                        return;
+                                      }
+                                      ++run.step;
+                                      apply_next_step(run);
+                                    });
+                   });
   }
 
   // A reboot: remember the boot id, ask systemd to reboot without waiting
@@ -385,7 +422,8 @@ class Execution {
       if (&other != &run && network_ready(other)) others.push_back(&other.facts);
     }
     auto from_facts = facts_checks(settings, run.facts);
-    CommandRequest request{"sh -s", acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply),
+    CommandRequest request{"sh -s", acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply,
+                                                             rdma_pairs(run.facts)),
                            std::chrono::seconds(settings.value("job_timeout", 120) + 300), false};
     runner_.submit(run.index, std::move(request), [this, &run, settings, from_facts](const CommandOutcome& outcome) {
       if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {

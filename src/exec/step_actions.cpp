@@ -106,17 +106,14 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
   }
   if (type == "file") return write_file(p);
   if (type == "copy") {
+    if (param_text(p, "src_host") == "controller") {
+      return make_error("step '" + step.key + "': its source is on the controller: the executor fetches it");
+    }
     // Read now, at apply time, and checked against the digest the plan
     // compared: a source that changed since then is refused, not sent.
     auto data = read_local_file(param_text(p, "src"));
     if (!data) return make_error("step '" + step.key + "': " + data.error().message);
-    const std::string planned = param_text(p, "src_sha256");
-    if (!planned.empty() && sha256_hex(data.value()) != planned) {
-      return make_error("step '" + step.key + "': " + param_text(p, "src") + " changed since the plan was made");
-    }
-    json with_content = p;
-    with_content["content"] = std::move(data.value());
-    return write_file(with_content);
+    return copy_action(step, std::move(data.value()));
   }
   if (type == "line") {
     const std::string path = q(param_text(p, "path"));
@@ -188,6 +185,23 @@ Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& 
   if (type == "acceptance") return make_error("step '" + step.key + "': acceptance is run by the executor");
   if (type == "reboot") return ActionCommand{"systemctl --no-block reboot", ""};  // the executor also waits for the node
   return make_error("step '" + step.key + "': no action for type '" + type + "'");
+}
+
+Result<ActionCommand> copy_action(const ResolvedStep& step, std::string content) {
+  const json& p = step.params;
+  const std::string planned = param_text(p, "src_sha256");
+  if (!planned.empty() && sha256_hex(content) != planned) {
+    return make_error("step '" + step.key + "': " + param_text(p, "src") +
+                      (param_text(p, "src_host") == "controller" ? " on the controller" : "") +
+                      " changed since the plan was made");
+  }
+  json with_content = p;
+  with_content["content"] = std::move(content);
+  return write_file(with_content);
+}
+
+std::string controller_source_command(const ResolvedStep& step) {
+  return "cat -- " + q(param_text(step.params, "src"));
 }
 
 }  // namespace gpuexpand

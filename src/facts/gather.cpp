@@ -21,9 +21,9 @@ namespace {
 
 // Runs a node's delegated checks on its controller (runner endpoint
 // `controller`) and merges the exit codes into `facts` when they come back.
-void gather_controller_checks(CommandRunner& runner, size_t controller, const std::map<std::string, std::string>& checks,
+void gather_controller_checks(CommandRunner& runner, size_t controller, const FactsRequest& needs,
                               const std::string& node, nlohmann::json& facts) {
-  CommandRequest request{"sh -s", controller_check_script(checks), {}, false};
+  CommandRequest request{"sh -s", controller_check_script(needs), {}, false};
   // `facts` is an element of a std::map: it stays where it is while the
   // runner works on other nodes.
   runner.submit(controller, std::move(request), [&facts, node](const CommandOutcome& outcome) {
@@ -63,8 +63,8 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
         return;
       }
       facts[node.name] = std::move(parsed.value());
-      if (!requests[i].controller_checks.empty() && controllers[i]) {
-        gather_controller_checks(runner, *controllers[i], requests[i].controller_checks, node.name, facts[node.name]);
+      if (requests[i].needs_controller() && controllers[i]) {
+        gather_controller_checks(runner, *controllers[i], requests[i], node.name, facts[node.name]);
       }
     });
   }

@@ -455,8 +455,13 @@ Result<void> merge_controller_checks(std::string_view output, nlohmann::json& fa
   }
   if (!facts.contains("checks") || !facts["checks"].is_object()) facts["checks"] = json::object();
   for (const auto& s : sections) {
-    if (s.name != "check") continue;
-    if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+    if (s.name == "check") {
+      if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+    } else if (s.name == "digest") {
+      const std::string digest = trimmed(s.body);
+      const bool hex = digest.size() == 64 && digest.find_first_not_of("0123456789abcdef") == std::string::npos;
+      facts["controller_files"][s.arg] = hex ? json(digest) : json(nullptr);
+    }
   }
   return {};
 }

@@ -45,6 +45,7 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
     if (type == "acceptance") {
       request.files.insert(kAcceptanceRecordPath);
     } else if (type == "copy") {
+      if (text_param(p, "src_host") == "controller") request.controller_files.insert(text_param(p, "src"));
       const std::string path = text_param(p, "path");
       if (!path.empty() && path.front() == '/') {
         request.files.insert(path);
@@ -154,11 +155,15 @@ std::string probe_script(const FactsRequest& request) {
   return s;
 }
 
-std::string controller_check_script(const std::map<std::string, std::string>& checks) {
-  std::string s = "# gpuexpand: checks of steps delegated to this controller (read-only)\n";
+std::string controller_check_script(const FactsRequest& request) {
+  std::string s = "# gpuexpand: what a node's steps need from this controller (read-only)\n";
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
-  s += check_lines(checks);
+  s += check_lines(request.controller_checks);
+  for (const auto& path : request.controller_files) {
+    const std::string q = shell_quote(path);
+    s += "m digest " + q + "; if [ -f " + q + " ]; then sha256sum < " + q + " | cut -c1-64; else echo @@missing; fi\n";
+  }
   s += "m end\n";
   return s;
 }

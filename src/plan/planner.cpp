@@ -138,6 +138,17 @@ struct PhasePlanner {
     return {};
   }
 
+  // A copy from the controller compares with the digest the facts found
+  // there; it is pinned in the plan like a local source's, so apply refuses
+  // a file that changed on the controller since.
+  void controller_source_digest(json& params) const {
+    if (params.value("src_host", std::string()) != "controller") return;
+    const auto files = facts.find("controller_files");
+    if (files == facts.end() || !files->is_object()) return;
+    const auto digest = files->find(params.value("src", std::string()));
+    if (digest != files->end() && digest->is_string()) params["src_sha256"] = *digest;
+  }
+
   Result<void> plan_instance(const Step& step, const std::string& key) {
     if (!step.when.empty()) {
       auto condition = evaluate_condition(step.when, vars);
@@ -146,6 +157,7 @@ struct PhasePlanner {
     }
     auto params = render_params(step.type, step.params, vars);
     if (!params) return make_error(located(step, params.error().message));
+    if (step.type == "copy") controller_source_digest(params.value());
     StepInstance instance{&step, key, std::move(params.value())};
     auto changes = decide_step(instance, facts, changed);
     if (!changes.empty()) {
@@ -231,10 +243,10 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
       out.push_back({key, step.id, step.type, std::move(params.value())});
     }
   };
-  // A step delegated to the controller is probed only where its conditions
-  // can hold: its check costs a command on another host (a static Slurm
-  // node's line), and a spec without such nodes must not need the
-  // controller at all. Conditions that read facts cannot be judged yet.
+  // A step that needs the controller (delegated there, or copying a file
+  // from there) is probed only where its conditions can hold: that costs a
+  // command on another host, and a spec without such nodes must not need
+  // the controller at all. Conditions that read facts cannot be judged yet.
   auto may_hold = [&vars](const std::string& condition) {
     if (condition.empty() || condition.find("facts") != std::string::npos) return true;
     auto holds = evaluate_condition(condition, vars);
@@ -243,9 +255,10 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
   for (const auto& phase : playbooks.phases) {
     for (const auto& step : phase.steps) {
       const auto delegate = step.params.find("delegate_to");
-      if (delegate != step.params.end() && *delegate == "controller" && !(may_hold(phase.when) && may_hold(step.when))) {
-        continue;
-      }
+      const auto source = step.params.find("src_host");
+      const bool on_controller = (delegate != step.params.end() && *delegate == "controller") ||
+                                 (source != step.params.end() && *source == "controller");
+      if (on_controller && !(may_hold(phase.when) && may_hold(step.when))) continue;
       if (step.for_each.empty()) {
         add(step, step.id);
         continue;

@@ -134,12 +134,15 @@ struct Decider {
     const json* f = existing_file(path);
     if (!f) return;
     const std::string wanted = str(params(), "src_sha256");
-    if (wanted.empty()) {
+    if (wanted.empty() && str(params(), "src_host") == "controller") {
+      add(ChangeAction::Unknown, path, str(params(), "src") + " on the controller: not found or not asked; decided at apply");
+    } else if (wanted.empty()) {
       add(ChangeAction::Unknown, path, "cannot read " + str(params(), "src") + " here; decided at apply");
     } else if (!find(*f, "sha256")) {
       add(ChangeAction::Unknown, path, "digest not in the facts; decided on the node");
     } else if (str(*f, "sha256") != wanted) {
-      add(ChangeAction::Update, path, "content differs from " + str(params(), "src"));
+      add(ChangeAction::Update, path,
+          "content differs from " + str(params(), "src") + (str(params(), "src_host") == "controller" ? " on the controller" : ""));
     }
     ownership(*f, path);
   }

@@ -16,7 +16,7 @@ const std::vector<StepTypeInfo>& step_types() {
       {"hostname", {"name"}, {}},
       {"timezone", {"zone"}, {}},
       {"file", {"path", "content"}, {"mode", "owner", "group"}},
-      {"copy", {"path", "src"}, {"src_sha256", "mode", "owner", "group"}},
+      {"copy", {"path", "src"}, {"src_sha256", "src_host", "mode", "owner", "group"}},
       {"line", {"path", "line"}, {}},
       {"directory", {"path"}, {"mode", "owner", "group"}},
       {"package", {"names"}, {"version", "state"}},

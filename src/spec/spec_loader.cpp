@@ -354,6 +354,11 @@ class SpecBuilder {
       return out;
     };
     slurm["conf_server"] = slurm.value("controller_address", slurm.value("controller", std::string()));
+    // configless (the default): slurmd fetches slurm.conf from the
+    // controller; otherwise the node keeps a copy of the controller's.
+    const bool configless = slurm.value("configless", true);
+    slurm["local_conf"] = !configless;
+    slurm["conf_server_option"] = configless ? "--conf-server " + slurm["conf_server"].get<std::string>() + " " : "";
     const std::string gres = join(slurm.value("gres", nlohmann::json())), features = join(slurm.value("features", nlohmann::json()));
     std::string conf;
     if (!gres.empty()) conf += "Gres=" + gres + " ";
@@ -487,13 +492,14 @@ class SpecBuilder {
       // controller.
       require_merged(*scheduler, "slurm", {"controller"}, "/scheduler", at);
       if (const auto* slurm = member(*scheduler, "slurm")) {
-        // Nodes fetch slurm.conf from the controller (configless), dynamic
-        // and static alike; copying slurm.conf to every node is not built
-        // yet: say so instead of half-working.
-        if (auto it = slurm->find("configless"); it != slurm->end() && *it == false) {
+        // A static node changes the controller's slurm.conf: every other
+        // node's copy would be stale. Refused rather than half-working.
+        if (auto it = slurm->find("configless"); it != slurm->end() && *it == false &&
+                                                 string_member(*slurm, "mode").value_or("dynamic") == "static") {
           error(at("/scheduler/slurm/configless"),
-                "scheduler.slurm.configless: false is not supported yet: nodes fetch slurm.conf from the "
-                "controller (SlurmctldParameters=enable_configless)");
+                "scheduler.slurm.configless: false cannot go with mode: static: the node's new NodeName line "
+                "would leave every other node's copy of slurm.conf stale; use configless (the default) or "
+                "mode: dynamic");
         }
       }
       // No ca_cert_hash would mean trusting whatever answers at the

@@ -196,4 +196,34 @@ check "static: rollback --to monitoring: exit 0" test "$rc" -eq 0
 check "static: node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
 check "static: the controller's slurm.conf is as before, byte for byte" test "$(ctl "sha256sum /etc/slurm/slurm.conf")" = "$conf_before"
 
+# ---------------------------------------------------------------- configless: false
+# node-06 as a dynamic node that keeps copies of the controller's slurm.conf
+# and gres.conf (read there when they differ) and runs slurmd without
+# --conf-server.
+sed 's/^      mode: dynamic$/&\n      configless: false/' "$work/lab.yaml" >"$work/local-conf.yaml"
+sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf" | cut -d' ' -f1); }
+on_node06() { "$lab" ssh node-06 -- "$1" </dev/null; }
+out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/    /'
+check "configless false: apply exit 0" test "$rc" -eq 0
+check "  node-06 has the controller's slurm.conf and gres.conf" test "$(sums on_node06)" = "$(sums ctl)"
+check "  slurmd runs without --conf-server" \
+  bash -c '[[ -n $1 && $1 != *--conf-server* ]]' _ "$(on_node06 'tr "\0" " " </proc/$(systemctl show -p MainPID --value slurmd)/cmdline')"
+check "  node-06 idle in Slurm" test "$(ctl "sinfo -N -h -n node-06 -o %t")" = idle
+out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
+check "  second apply changes nothing" grep -q "1 node: 0 changed, 1 unchanged, 0 failed" <<<"$out"
+ctl "cp -p /etc/slurm/slurm.conf /root/slurm.conf.gx-test && echo '# changed on the controller' >> /etc/slurm/slurm.conf"
+plan=$("$gx" plan "$work/local-conf.yaml" --limit node-06 2>&1)
+check "  the controller's slurm.conf changed: the plan says so" \
+  grep -q "/etc/slurm/slurm.conf: content differs from /etc/slurm/slurm.conf on the controller" <<<"$plan"
+out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
+check "  and apply copies it again" test "$(sums on_node06)" = "$(sums ctl)"
+ctl "cp -p /root/slurm.conf.gx-test /etc/slurm/slurm.conf && rm -f /root/slurm.conf.gx-test"
+out=$("$gx" rollback "$work/local-conf.yaml" --node node-06 --to monitoring --state "$state" 2>&1)
+rc=$?
+check "  rollback --to monitoring: exit 0" test "$rc" -eq 0
+check "  the copies are gone from node-06" on node-06 gone "test -e /etc/slurm/slurm.conf && echo there || echo gone"
+check "  node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
+
 finish

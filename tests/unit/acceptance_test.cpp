@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
@@ -244,6 +245,74 @@ TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
   EXPECT_EQ(results[0].status, "skip") << results[0].detail;
   EXPECT_NE(results[0].detail.find("PFC not checked: the NIC has no DCB support"), std::string::npos);
+}
+
+// ib_write_bw between pairs of the node's active RDMA devices, read from
+// real client output (tests/fixtures/perftest/, see SOURCES.md) printed by
+// a stand-in: the server side (no address) just exits.
+TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
+  const json facts = {{"network",
+                       {{"rdma",
+                         {{{"device", "mlx5_2"}, {"port", 1}, {"state", "active"}},
+                          {{"device", "mlx5_0"}, {"port", 1}, {"state", "active"}},
+                          {{"device", "mlx5_1"}, {"port", 1}, {"state", "down"}},
+                          {{"device", "mlx5_3"}, {"port", 1}, {"state", "active"}}}}}}};
+  const RdmaPairs pairs = rdma_pairs(facts);
+  EXPECT_EQ(pairs, (RdmaPairs{{"mlx5_0", "mlx5_2"}, {"mlx5_3", "mlx5_0"}})) << "active ones, an odd last with the first";
+  EXPECT_TRUE(rdma_pairs({{"network", {{"rdma", {{{"device", "mlx5_0"}, {"state", "active"}}}}}}}).empty());
+
+  json s = {{"node", "node-01"}, {"checks", {"network"}}, {"rdma", "roce"}};
+  RdmaPairs tested = pairs;
+  auto client_prints = [&](const std::string& fixture, int code) {
+    tool("ib_write_bw", "echo \"$*\" >> " + shell_quote(dir_ + "/calls") + "\ncase \"$*\" in *127.0.0.1) cat " +
+                            shell_quote(testing::source_path("tests/fixtures/perftest/" + fixture)) + "; exit " +
+                            std::to_string(code) + " ;; esac");
+    return parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, tested)));
+  };
+  auto results = client_prints("ib_write_bw-report-gbits-roce.txt", 0);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].detail, "ib_write_bw mlx5_0 -> mlx5_2: 0.48 Gb/s; ib_write_bw mlx5_3 -> mlx5_0: 0.48 Gb/s");
+  std::ifstream calls(dir_ + "/calls");
+  std::stringstream c;
+  c << calls.rdbuf();
+  EXPECT_EQ(c.str(),
+            "-d mlx5_2 -p 18515 -D 5 -F --report_gbits\n-d mlx5_0 -p 18515 -D 5 -F --report_gbits 127.0.0.1\n"
+            "-d mlx5_0 -p 18516 -D 5 -F --report_gbits\n-d mlx5_3 -p 18516 -D 5 -F --report_gbits 127.0.0.1\n");
+
+  tested = {pairs[0]};  // one pair from here on: each waits a second for its server
+  results = client_prints("ib_write_bw-a-report-gbits-ib-first-rows.txt", 0);
+  EXPECT_EQ(results[0].detail, "ib_write_bw mlx5_0 -> mlx5_2: 0.34 Gb/s") << "the last row's average";
+
+  s["min_rdma_gbps"] = 1;
+  results = client_prints("ib_write_bw-a-report-gbits-ib-first-rows.txt", 0);
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2: 0.34 Gb/s, below the minimum 1 Gb/s"), std::string::npos)
+      << results[0].detail;
+
+  results = client_prints("ib_write_bw-client-cannot-connect.txt", 1);
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2 failed (exit 1): Couldn't connect to "
+                                   "192.168.125.211:18515"),
+            std::string::npos)
+      << results[0].detail;
+
+  // No perftest on the node: a failure that says what to install.
+  ::unlink((dir_ + "/bin/ib_write_bw").c_str());
+  s.erase("min_rdma_gbps");
+  const std::string no_tool = run(acceptance_script(s, {}, AcceptanceMode::Verify, pairs));
+  if (std::system("command -v ib_write_bw >/dev/null 2>&1") != 0) {
+    results = parse_acceptance_output(no_tool);
+    EXPECT_EQ(results[0].detail.find("ib_write_bw is not installed (perftest)"), 0u) << results[0].detail;
+  }
+
+  // From facts: one active device is a skip with the reason; NCCL tests are
+  // never run by gpuexpand, and say so.
+  const auto from_facts = facts_checks(s, {{"network", {{"rdma", {{{"device", "mlx5_0"}, {"state", "active"}}}}}}});
+  ASSERT_EQ(from_facts.size(), 2u);
+  EXPECT_EQ(from_facts[0].detail, "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between");
+  EXPECT_EQ(from_facts[1].detail, "NCCL tests (nccl-tests all_reduce_perf) are not run by gpuexpand");
+  EXPECT_EQ(facts_checks(s, facts).size(), 1u) << "a pair: ib_write_bw runs in the script, not skipped here";
 }
 
 TEST_F(AcceptanceScript, NcclTopologyFileMustBeThere) {

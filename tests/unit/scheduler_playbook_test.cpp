@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "gpuexpand/exec/checkpoint.hpp"
+#include "gpuexpand/exec/step_actions.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
@@ -346,6 +347,100 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   EXPECT_EQ(read(log).find("create reservation"), std::string::npos);
   ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + node_line.params["rollback"].get<std::string>()).first, 0);
   EXPECT_EQ(read(conf), original + old_line);
+}
+
+// configless: false (dynamic nodes): the node keeps copies of the
+// controller's slurm.conf and gres.conf, compared with the digests the
+// controller reports, fetched from there when they differ; slurmd runs
+// without --conf-server.
+TEST_F(SchedulerPlaybook, SlurmConfCopiedFromTheControllerWithoutConfigless) {
+  const std::string spec = dir_ + "/local-conf.yaml";
+  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/&\\n      configless: false/' " +
+                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + spec)
+                            .c_str()),
+            0);
+  const auto steps = scheduler_steps(spec);
+  const std::string unit = step(steps, "slurmd-dynamic").params["content"];
+  EXPECT_NE(unit.find("ExecStart=/usr/sbin/slurmd -D -s -Z --conf \"Gres=gpu:8 Feature=h200,lab State=DRAIN\" "
+                      "$SLURMD_OPTIONS\n"),
+            std::string::npos)
+      << unit;
+  const auto& conf_step = step(steps, "slurm-conf");
+  EXPECT_EQ(controller_source_command(conf_step), "cat -- /etc/slurm/slurm.conf");
+
+  // The controller's part of the probe, run here: the digest of its
+  // slurm.conf, and gres.conf missing there.
+  const FactsRequest request = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks()));
+  EXPECT_EQ(request.controller_files, (std::set<std::string>{"/etc/slurm/gres.conf", "/etc/slurm/slurm.conf"}));
+  EXPECT_EQ(request.controller_checks.count("slurm-node-known"), 1u) << "a rollback removes the node from there";
+  // (Here with files under the test directory: run() would rewrite the
+  // paths in the section names too.)
+  const std::string conf = "ClusterName=lab\nSlurmctldHost=ctl(198.18.0.10)\n";
+  std::ofstream(dir_ + "/etc/slurm.conf") << conf;
+  FactsRequest here;
+  here.controller_files = {dir_ + "/etc/slurm.conf", dir_ + "/etc/gres.conf"};
+  auto [rc, out] = run(controller_check_script(here));
+  ASSERT_EQ(rc, 0) << out;
+  json facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"), testing::schema("facts-file"),
+                               testing::schema("facts"))
+                   .value()
+                   .begin()
+                   ->second;
+  ASSERT_TRUE(merge_controller_checks(out, facts)) << out;
+  EXPECT_EQ(facts["controller_files"][dir_ + "/etc/slurm.conf"], sha256_hex(conf));
+  EXPECT_TRUE(facts["controller_files"][dir_ + "/etc/gres.conf"].is_null());
+  const auto problems = testing::schema("facts").validate_json(facts);
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  facts["controller_files"] = {{"/etc/slurm/slurm.conf", sha256_hex(conf)}, {"/etc/slurm/gres.conf", nullptr}};
+
+  // The decision against the node's copy (here: present, root 0644).
+  auto reason_for_conf = [&](const json& node_facts) {
+    const NodePlan p = plan_node(spec_, spec_.nodes[0], testing::playbooks(), &node_facts);
+    for (const auto& phase : p.phases) {
+      for (const auto& c : phase.changes) {
+        if (c.target == "/etc/slurm/slurm.conf") return c.reason;
+      }
+    }
+    return std::string("converged");
+  };
+  json copy_there = facts;
+  copy_there["files"]["/etc/slurm/slurm.conf"] = {
+      {"exists", true}, {"mode", "0644"}, {"owner", "root"}, {"group", "root"}, {"sha256", sha256_hex(conf)}};
+  EXPECT_EQ(reason_for_conf(copy_there), "converged");
+  copy_there["files"]["/etc/slurm/slurm.conf"]["sha256"] = sha256_hex("older\n");
+  EXPECT_EQ(reason_for_conf(copy_there), "content differs from /etc/slurm/slurm.conf on the controller");
+  copy_there.erase("controller_files");
+  EXPECT_EQ(reason_for_conf(copy_there), "/etc/slurm/slurm.conf on the controller: not found or not asked; decided at apply");
+
+  // Planned with those facts, the copy pins the controller's digest: the
+  // content read at apply time must still have it.
+  const NodePlan plan = plan_node(spec_, spec_.nodes[0], testing::playbooks(), &facts);
+  const ResolvedStep* planned = nullptr;
+  for (const auto& phase : plan.phases) {
+    for (const auto& s : phase.steps) {
+      if (s.id == "slurm-conf") planned = &s;
+    }
+  }
+  ASSERT_NE(planned, nullptr);
+  EXPECT_EQ(planned->params["src_sha256"], sha256_hex(conf));
+  auto written = copy_action(*planned, conf);
+  ASSERT_TRUE(written) << written.error().message;
+  EXPECT_EQ(written->stdin_data, conf);
+  auto changed = copy_action(*planned, conf + "NodeName=x\n");
+  ASSERT_FALSE(changed);
+  EXPECT_EQ(changed.error().message,
+            "step 'slurm-conf': /etc/slurm/slurm.conf on the controller changed since the plan was made");
+
+  // Static nodes would make every other node's copy stale: refused.
+  const std::string both = dir_ + "/static-local.yaml";
+  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/      mode: static\\n      configless: false/' " +
+                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + both)
+                            .c_str()),
+            0);
+  auto refused = load_spec_file(both, testing::schema("cluster"));
+  EXPECT_FALSE(refused.spec);
+  EXPECT_NE(testing::diagnostics_text(refused).find("configless: false cannot go with mode: static"), std::string::npos)
+      << testing::diagnostics_text(refused);
 }
 
 TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {

@@ -29,6 +29,14 @@ struct ActionContext {
 // The command that applies `step` (a step the planner found changes for).
 Result<ActionCommand> action_for(const ResolvedStep& step, const ActionContext& context);
 
+// A copy step whose source was read elsewhere (from the controller, for
+// src_host: controller): refused when `content` does not match the digest
+// the plan compared (src_sha256), else written like a file step.
+Result<ActionCommand> copy_action(const ResolvedStep& step, std::string content);
+
+// How the executor reads a copy step's source on the controller.
+std::string controller_source_command(const ResolvedStep& step);
+
 // Package installs, exposed for tests of the exact command lines.
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
                                      PackageManager manager, bool refresh_index);

@@ -28,6 +28,10 @@ struct FactsRequest {
   // Checks of steps delegated to the scheduler's controller (plan/controller.hpp):
   // run there by controller_check_script, merged into the node's facts.
   std::map<std::string, std::string> controller_checks;
+  // Files copy steps fetch from the controller (src_host: controller): their
+  // digests there become facts["controller_files"].
+  std::set<std::string> controller_files;
+  bool needs_controller() const { return !controller_checks.empty() || !controller_files.empty(); }
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
 };
 
@@ -41,12 +45,14 @@ std::string probe_script(const FactsRequest& request);
 Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
                                           const FactsRequest& request, const std::string& collected_at);
 
-// The delegated steps' checks of one node, for `sh -s` on its controller.
-// Same markers as the probe: "check KEY" sections, then "end".
-std::string controller_check_script(const std::map<std::string, std::string>& checks);
+// What one node needs from its controller, for `sh -s` there: the delegated
+// steps' checks and the digests of the files copied from there. Same
+// markers as the probe: "check KEY" and "digest PATH" sections, then "end".
+std::string controller_check_script(const FactsRequest& request);
 
 // Puts the exit codes printed by controller_check_script into
-// facts["checks"]. An error for output that is not the script's.
+// facts["checks"] and the digests into facts["controller_files"]. An error
+// for output that is not the script's.
 Result<void> merge_controller_checks(std::string_view output, nlohmann::json& facts);
 
 }  // namespace gpuexpand
