@@ -175,8 +175,8 @@ json acceptance_settings(const json& vars) {
   if (validation.is_object() && validation.contains("multinode_nodes")) {
     settings["multinode_nodes"] = number(validation, "multinode_nodes", 0);
   }
-  if (validation.is_object() && validation.contains("min_rdma_gbps") && validation["min_rdma_gbps"].is_number()) {
-    settings["min_rdma_gbps"] = validation["min_rdma_gbps"];
+  for (const char* key : {"min_rdma_gbps", "min_nccl_busbw"}) {
+    if (validation.is_object() && validation.contains(key) && validation[key].is_number()) settings[key] = validation[key];
   }
 
   const json& gpu = member(vars, "gpu");
@@ -274,7 +274,7 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
     if (!member(settings, "interfaces").empty()) out.push_back(interface_check(settings, facts));
     const std::string rdma = text(settings, "rdma", "none");
     if (rdma == "none") {
-      out.push_back(result("network", "skip", "ib_write_bw/NCCL tests: no RDMA fabric (network.rdma.kind none)"));
+      out.push_back(result("network", "skip", "ib_write_bw: no RDMA fabric (network.rdma.kind none)"));
     } else if (member(member(facts, "network"), "rdma").empty()) {
       out.push_back(result("network", "fail", "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
     } else {
@@ -282,7 +282,9 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
         out.push_back(
             result("network", "skip", "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between"));
       }
-      out.push_back(result("network", "skip", "NCCL tests (nccl-tests all_reduce_perf) are not run by gpuexpand"));
+    }
+    if (member(facts, "gpus").is_object() && number(member(facts, "gpus"), "count", 0) < 2) {
+      out.push_back(result("network", "skip", "NCCL: fewer than 2 GPUs on the node, no all_reduce_perf"));
     }
   }
   if (wants(settings, "scheduler") && !member(settings, "slurm").is_object()) {
@@ -295,16 +297,25 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
 }
 
 RdmaPairs rdma_pairs(const json& facts) {
-  std::set<std::string> active;
+  // link layer -> its active ports, sorted by device and port
+  std::map<std::string, std::set<std::pair<std::string, long>>> by_layer;
   for (const auto& port : member(member(facts, "network"), "rdma")) {
-    if (text(port, "state") == "active" && !text(port, "device").empty()) active.insert(text(port, "device"));
+    if (text(port, "state") != "active" || text(port, "device").empty()) continue;
+    by_layer[text(port, "link_layer", "")].insert({text(port, "device"), number(port, "port", 1)});
   }
-  const std::vector<std::string> devices(active.begin(), active.end());
   RdmaPairs pairs;
-  if (devices.size() < 2) return pairs;
-  for (size_t i = 0; i + 1 < devices.size(); i += 2) pairs.emplace_back(devices[i], devices[i + 1]);
-  if (devices.size() % 2 == 1) pairs.emplace_back(devices.back(), devices.front());
+  for (const auto& [layer, set] : by_layer) {
+    std::vector<RdmaPort> ports;
+    for (const auto& [device, number] : set) ports.push_back({device, number});
+    if (ports.size() < 2) continue;
+    for (size_t i = 0; i + 1 < ports.size(); i += 2) pairs.emplace_back(ports[i], ports[i + 1]);
+    if (ports.size() % 2 == 1) pairs.emplace_back(ports.back(), ports.front());
+  }
   return pairs;
+}
+
+NodeHardware node_hardware(const json& facts) {
+  return {rdma_pairs(facts), number(member(facts, "gpus"), "count", 0)};
 }
 
 PingPeers ping_peers(const json& settings, const std::vector<const json*>& others) {
@@ -322,7 +333,9 @@ PingPeers ping_peers(const json& settings, const std::vector<const json*>& other
   return peers;
 }
 
-std::string acceptance_script(const json& settings, const PingPeers& peers, AcceptanceMode mode, const RdmaPairs& rdma) {
+std::string acceptance_script(const json& settings, const PingPeers& peers, AcceptanceMode mode,
+                              const NodeHardware& hardware) {
+  const RdmaPairs& rdma = hardware.rdma;
   const std::string node = text(settings, "node");
   const long job_timeout = number(settings, "job_timeout", 120);
   std::string s;
@@ -405,25 +418,57 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
     // perftest prints a table under "BW average[Gb/sec]": the last row's
     // fourth column is the average.
     const json& min = member(settings, "min_rdma_gbps");
+    // rdma_bw DEV_A PORT_A DEV_B PORT_B TCP_PORT: the client retries
+    // while the server is not listening yet; the server never outlives it.
     s += "rdma_bw() {\n  t=$(now)\n";
     s += "  if ! command -v ib_write_bw >/dev/null 2>&1; then res network fail \"$t\" 'ib_write_bw is not installed "
          "(perftest)'; return; fi\n";
-    s += "  timeout 60 ib_write_bw -d \"$2\" -p \"$3\" -D 5 -F --report_gbits >/dev/null 2>&1 &\n  srv=$!\n  sleep 1\n";
-    s += "  out=$(timeout 60 ib_write_bw -d \"$1\" -p \"$3\" -D 5 -F --report_gbits 127.0.0.1 2>&1); rc=$?\n";
-    s += "  wait \"$srv\" 2>/dev/null\n";
+    s += "  timeout 60 ib_write_bw -d \"$3\" -i \"$4\" -p \"$5\" -D 5 -F --report_gbits >/dev/null 2>&1 &\n  srv=$!\n";
+    s += "  n=0\n  while :; do\n    sleep 1\n";
+    s += "    out=$(timeout 60 ib_write_bw -d \"$1\" -i \"$2\" -p \"$5\" -D 5 -F --report_gbits 127.0.0.1 2>&1); rc=$?\n";
+    s += "    n=$((n + 1))\n    case \"$out\" in *\"Couldn't connect\"*) [ $n -lt 3 ] && continue ;; esac\n    break\n  done\n";
+    s += "  kill \"$srv\" 2>/dev/null; wait \"$srv\" 2>/dev/null\n";
     s += "  bw=$(printf '%s\\n' \"$out\" | awk '/BW average\\[Gb\\/sec\\]/ {h = 1; next} h && $1 ~ /^[0-9]+$/ && NF >= 4 "
          "{v = $4} END {if (v != \"\") print v}')\n";
-    s += "  if [ $rc -ne 0 ] || [ -z \"$bw\" ]; then res network fail \"$t\" \"ib_write_bw $1 -> $2 failed (exit $rc): "
+    s += "  if [ $rc -ne 0 ] || [ -z \"$bw\" ]; then res network fail \"$t\" \"ib_write_bw $1 -> $3 failed (exit $rc): "
          "$(printf '%s' \"$out\" | tail -n 2)\"; return; fi\n";
     if (min.is_number()) {
       const std::string m = min.dump();
       s += "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" "
-           "\"ib_write_bw $1 -> $2: $bw Gb/s, below the minimum " + m + " Gb/s\"; return; fi\n";
+           "\"ib_write_bw $1 -> $3: $bw Gb/s, below the minimum " + m + " Gb/s\"; return; fi\n";
     }
-    s += "  res network pass \"$t\" \"ib_write_bw $1 -> $2: $bw Gb/s\"\n}\n";
+    s += "  res network pass \"$t\" \"ib_write_bw $1 -> $3: $bw Gb/s\"\n}\n";
     for (size_t k = 0; k < rdma.size(); ++k) {
-      s += "rdma_bw " + q(rdma[k].first) + " " + q(rdma[k].second) + " " + std::to_string(18515 + k) + "\n";
+      const auto& [a, b] = rdma[k];
+      s += "rdma_bw " + q(a.device) + " " + std::to_string(a.port) + " " + q(b.device) + " " + std::to_string(b.port) +
+           " " + std::to_string(18515 + k) + "\n";
     }
+  }
+
+  if (wants(settings, "network") && hardware.gpus >= 2) {
+    // NCCL over the node's GPUs (NVLink/NVSwitch), where nccl-tests is
+    // installed (it is not packaged: a skip says so). nccl-tests ends with
+    // "# Out of bounds values : N OK|FAILED" and "# Avg bus bandwidth : X".
+    const json& min = member(settings, "min_nccl_busbw");
+    const std::string g = std::to_string(hardware.gpus);
+    s += "nccl() {\n  t=$(now)\n";
+    s += "  if ! command -v all_reduce_perf >/dev/null 2>&1; then res network skip \"$t\" 'NCCL: all_reduce_perf "
+         "(nccl-tests) is not installed'; return; fi\n";
+    s += "  out=$(timeout " + std::to_string(job_timeout) + " all_reduce_perf -b 8M -e 256M -f 2 -g " + g +
+         " 2>&1); rc=$?\n";
+    s += "  bw=$(printf '%s\\n' \"$out\" | sed -n 's/^# Avg bus bandwidth *: *\\([0-9.][0-9.]*\\).*/\\1/p' | tail -n 1)\n";
+    s += "  wrong=$(printf '%s\\n' \"$out\" | sed -n 's/^# Out of bounds values *: *\\([0-9][0-9]*\\).*/\\1/p' | tail -n 1)\n";
+    s += "  if [ $rc -ne 0 ] || [ -z \"$bw\" ]; then res network fail \"$t\" \"NCCL: all_reduce_perf over " + g +
+         " GPUs failed (exit $rc): $(printf '%s' \"$out\" | tail -n 2)\"; return; fi\n";
+    s += "  if [ \"${wrong:-0}\" != 0 ]; then res network fail \"$t\" \"NCCL: all_reduce_perf over " + g +
+         " GPUs: $wrong out-of-bounds values\"; return; fi\n";
+    if (min.is_number()) {
+      const std::string m = min.dump();
+      s += "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" "
+           "\"NCCL: all_reduce_perf over " + g + " GPUs: bus bandwidth $bw GB/s, below the minimum " + m +
+           " GB/s\"; return; fi\n";
+    }
+    s += "  res network pass \"$t\" \"NCCL: all_reduce_perf over " + g + " GPUs: bus bandwidth $bw GB/s\"\n}\nnccl\n";
   }
 
   if (wants(settings, "network")) {

@@ -99,7 +99,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
     }
     auto from_facts = facts_checks(settings[i], facts.at(node.name));
     CommandRequest request{"sh -s", acceptance_script(settings[i], ping_peers(settings[i], others), AcceptanceMode::Verify,
-                                                             rdma_pairs(facts.at(node.name))),
+                                                             node_hardware(facts.at(node.name))),
                            std::chrono::seconds(settings[i].value("job_timeout", 120) + 300), false};
     runner->submit(i, std::move(request), [&, i, from_facts](const CommandOutcome& outcome) {
       if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {

@@ -39,7 +39,13 @@ std::vector<NodeRollbackResult> roll_back(const std::vector<NodeRollback>& nodes
     const PhaseTouch touch = PhaseTouch::from_json(c.manifest);
     CommandRequest request{"sh -s", restore_script(c.run_id, c.phase, touch), {}, false};
     std::vector<std::string> on_controller(touch.controller_rollbacks.rbegin(), touch.controller_rollbacks.rend());
-    if (!node.controller) on_controller.clear();
+    if (!on_controller.empty() && !node.controller) {
+      // Marking it restored would leave the controller's part for ever.
+      results[i].failure = "restoring " + c.phase + " (run " + std::to_string(c.run_id) +
+                           "): it changed the Slurm controller, and the spec names no scheduler.slurm.controller for " +
+                           node.node + " any more";
+      return;
+    }
     runner.submit(i, std::move(request), [&, i, k, on_controller](const CommandOutcome& outcome) {
       finish_checkpoint(i, k, outcome, on_controller);
     });

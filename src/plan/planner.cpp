@@ -221,7 +221,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
 std::string decision_facts_digest(const json& facts) {
   static const char* const kDecisionSections[] = {"os",       "hostname", "timezone",       "sysctl", "packages",
                                                   "files",    "services", "kernel_modules", "mounts", "fstab",
-                                                  "checks",   "scheduler"};
+                                                  "checks",   "scheduler", "controller_files"};
   json relevant = json::object();
   for (const char* section : kDecisionSections) {
     if (facts.contains(section)) relevant[section] = facts[section];

@@ -368,7 +368,19 @@ class SpecBuilder {
     }
     slurm["node_conf"] = conf + "State=DRAIN";
     // A static node's NodeName line on the controller, after NodeName= and
-    // NodeAddr= (the playbook adds those per node).
+    // NodeAddr= (the playbook adds those per node): its hardware first
+    // (without it Slurm assumes 1 CPU and 1 MB), then GRES, features, weight.
+    std::string hardware;
+    for (const auto& [key, name] : {std::pair<const char*, const char*>{"cpus", "CPUs"},
+                                    {"sockets", "Sockets"},
+                                    {"cores_per_socket", "CoresPerSocket"},
+                                    {"threads_per_core", "ThreadsPerCore"},
+                                    {"real_memory_mb", "RealMemory"}}) {
+      if (slurm.contains(key) && slurm[key].is_number_integer()) {
+        hardware += std::string(name) + "=" + std::to_string(slurm[key].get<long long>()) + " ";
+      }
+    }
+    conf = hardware + conf;
     if (!conf.empty()) conf.pop_back();
     slurm["static_conf"] = conf;
     slurm["mode"] = slurm.value("mode", std::string("dynamic"));
@@ -492,6 +504,15 @@ class SpecBuilder {
       // controller.
       require_merged(*scheduler, "slurm", {"controller"}, "/scheduler", at);
       if (const auto* slurm = member(*scheduler, "slurm")) {
+        if (string_member(*slurm, "mode").value_or("dynamic") == "static") {
+          for (const char* key : {"cpus", "real_memory_mb"}) {
+            if (!slurm->contains(key)) {
+              error(at("/scheduler/slurm/mode"), std::string("scheduler.slurm.mode static needs scheduler.slurm.") + key +
+                                                     ": a NodeName line without CPUs= and RealMemory= makes Slurm "
+                                                     "assume 1 CPU and 1 MB (use what slurmd -C prints on the node)");
+            }
+          }
+        }
         // A static node changes the controller's slurm.conf: every other
         // node's copy would be stale. Refused rather than half-working.
         if (auto it = slurm->find("configless"); it != slurm->end() && *it == false &&

@@ -1026,9 +1026,16 @@ struct SshRunner::Impl {
         // The steps above may have finished the last job: then there is
         // nothing to wait for, and sleeping here would add up to a second
         // to every run (the loop's top returns once no queue holds work).
-        bool waiting = false;
-        for (const auto& c : nodes) waiting = waiting || !c.queue.empty();
-        if (!waiting) continue;
+        // The same for work a callback just gave a node that is not active
+        // yet (the controller after a node's probe): the loop's top starts it.
+        bool waiting = false, startable = false;
+        size_t running = 0;
+        for (const auto& c : nodes) {
+          waiting = waiting || !c.queue.empty();
+          startable = startable || (!c.active && !c.queue.empty());
+          running += (c.active && !c.queue.empty()) ? 1u : 0u;
+        }
+        if (!waiting || (startable && running < options.parallel)) continue;
         // Only delayed work: sleep until the first is due.
         ::poll(nullptr, 0, timeout);
       } else {

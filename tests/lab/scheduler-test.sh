@@ -142,8 +142,9 @@ check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-0
 # node-06 again, now as a static node: its NodeName line is written into the
 # controller's slurm.conf by a step delegated to the controller (over its
 # own SSH session), slurmctld restarted, the node held from the start.
-sed 's/mode: dynamic/mode: static/' "$work/lab.yaml" >"$work/static.yaml"
-line='NodeName=node-06 NodeAddr=198.18.0.16 Gres=gpu:8 Feature=h200,lab'
+# A static line names the node's hardware (lab nodes: 2 CPUs, ~24 GB).
+sed 's/^      mode: dynamic$/      mode: static\n      cpus: 2\n      real_memory_mb: 1024/' "$work/lab.yaml" >"$work/static.yaml"
+line='NodeName=node-06 NodeAddr=198.18.0.16 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab'
 conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf")
 out=$("$gx" apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state" 2>&1)
 rc=$?

@@ -94,7 +94,7 @@ TEST(Acceptance, NetworkFactsPartAndRdma) {
   json facts = {{"network", {{"interfaces", {{{"name", "eth1"}, {"mtu", 1500}, {"state", "up"}}}}}}};
   EXPECT_EQ(statuses(facts_checks(settings, facts)),
             "network=fail: eth1 MTU 1500, expected 9000\n"
-            "network=skip: ib_write_bw/NCCL tests: no RDMA fabric (network.rdma.kind none)\n");
+            "network=skip: ib_write_bw: no RDMA fabric (network.rdma.kind none)\n");
   facts["network"]["interfaces"][0]["mtu"] = 9000;
   settings["rdma"] = "infiniband";
   EXPECT_EQ(statuses(facts_checks(settings, facts)),
@@ -253,12 +253,14 @@ TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
 TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   const json facts = {{"network",
                        {{"rdma",
-                         {{{"device", "mlx5_2"}, {"port", 1}, {"state", "active"}},
-                          {{"device", "mlx5_0"}, {"port", 1}, {"state", "active"}},
-                          {{"device", "mlx5_1"}, {"port", 1}, {"state", "down"}},
-                          {{"device", "mlx5_3"}, {"port", 1}, {"state", "active"}}}}}}};
+                         {{{"device", "mlx5_2"}, {"port", 1}, {"state", "active"}, {"link_layer", "infiniband"}},
+                          {{"device", "mlx5_0"}, {"port", 1}, {"state", "active"}, {"link_layer", "infiniband"}},
+                          {{"device", "mlx5_1"}, {"port", 1}, {"state", "down"}, {"link_layer", "infiniband"}},
+                          {{"device", "mlx5_3"}, {"port", 2}, {"state", "active"}, {"link_layer", "infiniband"}},
+                          {{"device", "mlx5_8"}, {"port", 1}, {"state", "active"}, {"link_layer", "ethernet"}}}}}}};
   const RdmaPairs pairs = rdma_pairs(facts);
-  EXPECT_EQ(pairs, (RdmaPairs{{"mlx5_0", "mlx5_2"}, {"mlx5_3", "mlx5_0"}})) << "active ones, an odd last with the first";
+  EXPECT_EQ(pairs, (RdmaPairs{{{"mlx5_0", 1}, {"mlx5_2", 1}}, {{"mlx5_3", 2}, {"mlx5_0", 1}}}))
+      << "active ones of one link layer (the lone RoCE NIC pairs with nobody), an odd last with the first";
   EXPECT_TRUE(rdma_pairs({{"network", {{"rdma", {{{"device", "mlx5_0"}, {"state", "active"}}}}}}}).empty());
 
   json s = {{"node", "node-01"}, {"checks", {"network"}}, {"rdma", "roce"}};
@@ -267,7 +269,7 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
     tool("ib_write_bw", "echo \"$*\" >> " + shell_quote(dir_ + "/calls") + "\ncase \"$*\" in *127.0.0.1) cat " +
                             shell_quote(testing::source_path("tests/fixtures/perftest/" + fixture)) + "; exit " +
                             std::to_string(code) + " ;; esac");
-    return parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, tested)));
+    return parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, {tested, 0})));
   };
   auto results = client_prints("ib_write_bw-report-gbits-roce.txt", 0);
   ASSERT_EQ(results.size(), 1u);
@@ -277,8 +279,8 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   std::stringstream c;
   c << calls.rdbuf();
   EXPECT_EQ(c.str(),
-            "-d mlx5_2 -p 18515 -D 5 -F --report_gbits\n-d mlx5_0 -p 18515 -D 5 -F --report_gbits 127.0.0.1\n"
-            "-d mlx5_0 -p 18516 -D 5 -F --report_gbits\n-d mlx5_3 -p 18516 -D 5 -F --report_gbits 127.0.0.1\n");
+            "-d mlx5_2 -i 1 -p 18515 -D 5 -F --report_gbits\n-d mlx5_0 -i 1 -p 18515 -D 5 -F --report_gbits 127.0.0.1\n"
+            "-d mlx5_0 -i 1 -p 18516 -D 5 -F --report_gbits\n-d mlx5_3 -i 2 -p 18516 -D 5 -F --report_gbits 127.0.0.1\n");
 
   tested = {pairs[0]};  // one pair from here on: each waits a second for its server
   results = client_prints("ib_write_bw-a-report-gbits-ib-first-rows.txt", 0);
@@ -290,7 +292,12 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2: 0.34 Gb/s, below the minimum 1 Gb/s"), std::string::npos)
       << results[0].detail;
 
+  std::ofstream(dir_ + "/calls", std::ios::trunc).close();
   results = client_prints("ib_write_bw-client-cannot-connect.txt", 1);
+  std::ifstream retried(dir_ + "/calls");
+  int clients = 0;
+  for (std::string l; std::getline(retried, l);) clients += l.find("127.0.0.1") != std::string::npos ? 1 : 0;
+  EXPECT_EQ(clients, 3) << "a server not listening yet: the client tries three times";
   EXPECT_EQ(results[0].status, "fail");
   EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2 failed (exit 1): Couldn't connect to "
                                    "192.168.125.211:18515"),
@@ -300,19 +307,65 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   // No perftest on the node: a failure that says what to install.
   ::unlink((dir_ + "/bin/ib_write_bw").c_str());
   s.erase("min_rdma_gbps");
-  const std::string no_tool = run(acceptance_script(s, {}, AcceptanceMode::Verify, pairs));
+  const std::string no_tool = run(acceptance_script(s, {}, AcceptanceMode::Verify, {pairs, 0}));
   if (std::system("command -v ib_write_bw >/dev/null 2>&1") != 0) {
     results = parse_acceptance_output(no_tool);
     EXPECT_EQ(results[0].detail.find("ib_write_bw is not installed (perftest)"), 0u) << results[0].detail;
   }
 
-  // From facts: one active device is a skip with the reason; NCCL tests are
-  // never run by gpuexpand, and say so.
+  // From facts: one active device is a skip with the reason.
   const auto from_facts = facts_checks(s, {{"network", {{"rdma", {{{"device", "mlx5_0"}, {"state", "active"}}}}}}});
-  ASSERT_EQ(from_facts.size(), 2u);
+  ASSERT_EQ(from_facts.size(), 1u);
   EXPECT_EQ(from_facts[0].detail, "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between");
-  EXPECT_EQ(from_facts[1].detail, "NCCL tests (nccl-tests all_reduce_perf) are not run by gpuexpand");
-  EXPECT_EQ(facts_checks(s, facts).size(), 1u) << "a pair: ib_write_bw runs in the script, not skipped here";
+  EXPECT_TRUE(facts_checks(s, facts).empty()) << "a pair: ib_write_bw runs in the script, not skipped here";
+}
+
+// all_reduce_perf over the node's GPUs where nccl-tests is installed, read
+// from real output (tests/fixtures/nccl-tests/, see SOURCES.md) printed by
+// a stand-in.
+TEST_F(AcceptanceScript, NcclAllReduceOverTheNodesGpus) {
+  json s = {{"node", "node-01"}, {"checks", {"network"}}, {"job_timeout", 30}};
+  const NodeHardware eight{{}, 8};
+  tool("all_reduce_perf", "echo \"$*\" > " + shell_quote(dir_ + "/args") + "\ncat " +
+                              shell_quote(testing::source_path("tests/fixtures/nccl-tests/all_reduce_perf-ring-tail.txt")));
+  auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: bus bandwidth 95.3009 GB/s");
+  std::ifstream args(dir_ + "/args");
+  std::string line;
+  std::getline(args, line);
+  EXPECT_EQ(line, "-b 8M -e 256M -f 2 -g 8");
+
+  s["min_nccl_busbw"] = 150;
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: bus bandwidth 95.3009 GB/s, below the minimum 150 GB/s");
+
+  tool("all_reduce_perf", "sed 's/^# Out of bounds values : 0 OK/# Out of bounds values : 3 FAILED/' " +
+                              shell_quote(testing::source_path("tests/fixtures/nccl-tests/all_reduce_perf-ring-tail.txt")));
+  s.erase("min_nccl_busbw");
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: 3 out-of-bounds values");
+
+  tool("all_reduce_perf", "echo 'Cuda failure common.cu:1011 no CUDA-capable device is detected' >&2; exit 1");
+  results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
+  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_NE(results[0].detail.find("NCCL: all_reduce_perf over 8 GPUs failed (exit 1): Cuda failure"), std::string::npos)
+      << results[0].detail;
+
+  // Not installed: a skip that says so. One GPU: nothing to all-reduce.
+  ::unlink((dir_ + "/bin/all_reduce_perf").c_str());
+  if (std::system("command -v all_reduce_perf >/dev/null 2>&1") != 0) {
+    results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
+    EXPECT_EQ(results[0].status, "skip");
+    EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf (nccl-tests) is not installed");
+  }
+  EXPECT_EQ(run(acceptance_script(s, {}, AcceptanceMode::Verify, {{}, 1})).find("all_reduce_perf"), std::string::npos);
+  const auto from_facts = facts_checks(s, {{"gpus", {{"count", 1}}}});
+  ASSERT_EQ(from_facts.size(), 2u) << "no RDMA fabric, and one GPU";
+  EXPECT_EQ(from_facts[1].detail, "NCCL: fewer than 2 GPUs on the node, no all_reduce_perf");
 }
 
 TEST_F(AcceptanceScript, NcclTopologyFileMustBeThere) {

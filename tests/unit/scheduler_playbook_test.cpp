@@ -259,7 +259,7 @@ TEST_F(SchedulerPlaybook, SlurmRegistrationCheckOnCapturedLines) {
 // systemctl; the lab test runs it against the real slurmctld.
 TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   const std::string spec = dir_ + "/static.yaml";
-  ASSERT_EQ(std::system(("sed 's/mode: dynamic /mode: static  /' " +
+  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/      mode: static\\n      cpus: 2\\n      real_memory_mb: 1024/' " +
                          shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + spec)
                             .c_str()),
             0);
@@ -302,7 +302,7 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
     s << in.rdbuf();
     return s.str();
   };
-  const std::string line = "NodeName=node-01 NodeAddr=198.18.0.11 Gres=gpu:8 Feature=h200,lab\n";
+  const std::string line = "NodeName=node-01 NodeAddr=198.18.0.11 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab\n";
   const std::string run_script = "GPUEXPAND_RUN_ID=7\n" + node_line.params["run"].get<std::string>();
   const std::string rollback = "GPUEXPAND_RUN_ID=7\n" + node_line.params["rollback"].get<std::string>();
   const std::string check = node_line.params["check"];
@@ -312,8 +312,8 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(read(conf), original + line) << "one line added, node-010 (same prefix) untouched";
   EXPECT_EQ(read(log),
-            "scontrol show node node-01 -o\nsystemctl restart slurmctld\nscontrol ping\n"
-            "scontrol show reservation gpuexpand-accept-node-01\n"
+            "scontrol show node node-01 -o\nscontrol show node node-01 -o\nsystemctl restart slurmctld\nscontrol ping\n"
+            "scontrol reconfigure\nscontrol show reservation gpuexpand-accept-node-01\n"
             "scontrol create reservation reservationname=gpuexpand-accept-node-01 nodes=node-01 starttime=now "
             "duration=infinite users=root flags=maint,ignore_jobs\n")
       << "a new node is held before its slurmd can register";
@@ -333,7 +333,8 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   ASSERT_EQ(run(rollback).first, 0);
   EXPECT_EQ(read(conf), original);
   EXPECT_EQ(read(log),
-            "scontrol delete reservation=gpuexpand-accept-node-01\nsystemctl restart slurmctld\nscontrol ping\n");
+            "scontrol delete reservation=gpuexpand-accept-node-01\nsystemctl restart slurmctld\nscontrol ping\n"
+            "scontrol reconfigure\n");
 
   // A node already on the controller with other features: its line is
   // replaced, it is not put in a reservation (it is in service), and the

@@ -53,17 +53,30 @@ using PingPeers = std::map<std::string, std::string>;
 // settings name: the first in `others` (facts documents) that has one.
 PingPeers ping_peers(const nlohmann::json& settings, const std::vector<const nlohmann::json*>& others);
 
-// For ib_write_bw: pairs of the node's active RDMA devices (facts
-// network.rdma), sorted: (d0,d1), (d2,d3), …, an odd last one with d0. Each
-// pair runs RDMA writes from one HCA to the other, through the fabric (the
-// HCAs are separate ports on the switch); no other node is involved.
-using RdmaPairs = std::vector<std::pair<std::string, std::string>>;
+// For ib_write_bw: pairs of the node's active RDMA ports (facts
+// network.rdma), by link layer (an InfiniBand HCA is not paired with a RoCE
+// NIC), sorted: (p0,p1), (p2,p3), …, an odd last one with p0. Each pair runs
+// RDMA writes from one HCA to the other, through the fabric (the HCAs are
+// separate ports on the switch); no other node is involved.
+struct RdmaPort {
+  std::string device;
+  long port = 1;
+  bool operator==(const RdmaPort&) const = default;
+};
+using RdmaPairs = std::vector<std::pair<RdmaPort, RdmaPort>>;
 RdmaPairs rdma_pairs(const nlohmann::json& facts);
+
+// What the node-side script needs from the node's facts.
+struct NodeHardware {
+  RdmaPairs rdma;  // rdma_pairs(facts)
+  long gpus = 0;   // GPUs found: with two or more, all_reduce_perf (nccl-tests) runs over them where installed
+};
+NodeHardware node_hardware(const nlohmann::json& facts);
 
 // The node-side checks as one POSIX sh script; it prints one line per
 // result, "@@check NAME pass|fail|skip SECONDS DETAIL".
 std::string acceptance_script(const nlohmann::json& settings, const PingPeers& peers, AcceptanceMode mode,
-                              const RdmaPairs& rdma = {});
+                              const NodeHardware& hardware = {});
 
 // The script's result lines, one result per check (several lines of one
 // check merge: any fail fails it, all skipped skips it, details joined).
