@@ -32,9 +32,7 @@ audit_count() { # RUN -> number of remote commands recorded
 check "lab spec validates" "$gx" validate "$work/lab.yaml"
 
 # ---------------------------------------------------------------- converge
-out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state"
 check "first apply exits 0" test "$rc" -eq 0
 check "first apply changed all three nodes" grep -q "3 nodes: 3 changed, 0 unchanged, 0 failed" <<<"$out"
 for n in node-01 node-02 node-03; do
@@ -77,9 +75,7 @@ before=$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostnam
 sed -e 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' \
   -e 's/packages: \[chrony, rsync, jq, iputils-ping\]/packages: [chrony, rsync, jq, iputils-ping, no-such-package-gx]/' \
   "$work/lab.yaml" >"$work/broken.yaml"
-out=$("$gx" apply "$work/broken.yaml" --limit node-03 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/broken.yaml" --limit node-03 --state "$state"
 check "a failing step: apply exits 3" test "$rc" -eq 3
 check "the failure names node, phase and step" grep -q "node-03: phase os-init, step base-packages: " <<<"$out"
 check "the phase was rolled back" grep -q "rolled back" <<<"$out"
@@ -94,9 +90,7 @@ check "after the rollback the node is converged for the original spec" grep -q "
 # ---------------------------------------------------------------- max-fail
 # One node at a time; the first fails (the bogus package): no further batch
 # starts (an all-failed batch stops the rollout, and says so).
-out=$("$gx" apply "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state"
 check "--max-fail 1 with --batch 1: exit 3" test "$rc" -eq 3
 check "it says why it stopped" grep -q "stopping: every node of the last batch failed; no further batches are started" <<<"$out"
 check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2 not started" <<<"$out"
@@ -155,9 +149,7 @@ victim=$!
 for _ in $(seq 200); do grep -q "applying to" "$work/killed.log" 2>/dev/null && break; sleep 0.02; done
 kill -9 "$victim" 2>/dev/null
 wait "$victim" 2>/dev/null
-out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/mtu.yaml" --limit node-04 --state "$state"
 check "after SIGKILL the next apply takes over and converges (exit 0)" test "$rc" -eq 0
 check "it says it resumes the interrupted run" grep -q "was interrupted and its process is gone" <<<"$out"
 check "store is consistent after the kill" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
@@ -200,9 +192,7 @@ check "SIGKILL: the slow step started" eventually 60 slow_started
 kill -9 "$victim"
 wait "$victim" 2>/dev/null
 killed_run=$(sqlite3 "$state" "select max(id) from runs")
-out=$("$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state"
 check "SIGKILL mid-step, then apply: exit 0" test "$rc" -eq 0
 check "  it resumes the killed run" grep -q "run $killed_run (.*) was interrupted and its process is gone" <<<"$out"
 check "  only the interrupted phase is done again (no finished phase redone)" \
@@ -223,9 +213,7 @@ nodes:
   - {name: node-02, address: 198.18.0.12}
   - {name: node-03, address: 198.18.0.13}
 NODES
-out=$("$gx" apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
 check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
 check "  it stops at --max-fail and says so" \
   grep -q "stopping: 1 node failed, reaching --max-fail 1; no further batches are started" <<<"$out"
@@ -236,9 +224,7 @@ check "  node-03 was not started" grep -q "1 failed, 0 unreachable, 1 not starte
 # 550 -> 535 on node-02: the package is downgraded, the node rebooted (the
 # stand-in driver reports a driver/library mismatch until then), verified.
 sed 's/driver_version: "550.90.07"/driver_version: "535.129.03"/' "$work/lab.yaml" >"$work/535.yaml"
-out=$("$gx" apply "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/535.yaml" --limit node-02 --state "$state"
 check "driver downgrade 550 -> 535 with a reboot: exit 0" test "$rc" -eq 0
 check "nvidia-smi reports 535.129.03 after the reboot" on node-02 535.129.03 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
@@ -249,9 +235,7 @@ check "after the reboot nothing is left to change" grep -q "0 changed, 1 unchang
 # rolls back, the node keeps 535 and its files.
 sed 's/^    persistence_mode: true/    persistence_mode: true\n    fabric_manager: true/' "$work/lab.yaml" >"$work/550fm.yaml"
 before=$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")
-out=$("$gx" apply "$work/550fm.yaml" --limit node-02 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/550fm.yaml" --limit node-02 --state "$state"
 check "upgrade with a failing later step: exit 3" test "$rc" -eq 3
 check "it failed at the fabric manager step" grep -q "step fabric-manager-package" <<<"$out"
 check "the driver package is back at 535" on node-02 "535.129.03" "dpkg-query -W -f='\${Version}' nvidia-driver"
@@ -261,9 +245,7 @@ check "files intact after the rollback" test "$before" = "$(sshn node-02 "sha256
 
 # ---------------------------------------------------------------- rollback --to
 # node-01 is converged; walk it back to the state right after os-init.
-out=$("$gx" rollback "$work/lab.yaml" --node node-01 --to os-init --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun rollback "$work/lab.yaml" --node node-01 --to os-init --state "$state"
 check "rollback --to os-init exits 0" test "$rc" -eq 0
 for phase in acceptance scheduler monitoring storage rdma gpu-driver; do
   check "rollback restored $phase" grep -q "node-01  $phase  restored" <<<"$out"

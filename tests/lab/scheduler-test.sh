@@ -34,6 +34,7 @@ node_field() { # NODE FIELD -> the field of `scontrol show node NODE -o`, as the
 in_maintenance() { grep -q MAINTENANCE <<<"$(node_field "$1" State)"; }
 job_state() { ctl "scontrol show job $1 -o 2>/dev/null" | tr ' ' '\n' | sed -n 's/^JobState=//p'; }
 job_completed() { [[ $(job_state "$1") == COMPLETED ]]; }
+user_job() { ctl "su alice -c 'sbatch --parsable -D /tmp -w $1 -N1 -t 1 --wrap hostname'"; } # NODE -> a user's job id
 
 [[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
 "$lab" status 2>/dev/null | grep -q '^node-06 ' || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
@@ -46,16 +47,14 @@ for h in ctl node-05 node-06; do
 done
 
 # ---------------------------------------------------------------- held for acceptance
-out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state"
 check "apply --until scheduler: exit 0" test "$rc" -eq 0
 check "the acceptance phase did not run" bash -c '! grep -q "  acceptance  " <<<"$1"' _ "$out"
 check "node-05 registered with its features and GRES" test "$(node_field node-05 AvailableFeatures) $(node_field node-05 Gres)" = "h200,lab gpu:8"
 check "node-05 is in its maintenance reservation" eventually 10 in_maintenance node-05
 check "node-05 is not drained (the hold stands in for the registration drain)" \
   bash -c '! grep -q DRAIN <<<"$1"' _ "$(node_field node-05 State)"
-job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-05 -N1 -t 1 --wrap hostname'")
+job=$(user_job node-05)
 sleep 3
 check "a user job asking for node-05 stays pending while it is under acceptance" test "$(job_state "$job")" = PENDING
 reason=$(ctl "squeue -h -j $job -o %r")
@@ -65,9 +64,7 @@ check "munge key on the node: mode 0400, owner munge, the spec's key" on node-05
   "echo \$(stat -c '%a %U' /etc/munge/munge.key) \$(sha256sum </etc/munge/munge.key | cut -d' ' -f1)"
 
 # ---------------------------------------------------------------- acceptance releases
-out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/lab.yaml" --limit "$nodes" --state "$state"
 check "apply: exit 0" test "$rc" -eq 0
 check "acceptance passed on both nodes" test "$(grep -c 'acceptance  5 passed, 0 failed, 0 skipped' <<<"$out")" -eq 2
 check "the multi-node job ran over both" grep -q "acceptance  pass multinode: one job ran on 2 nodes" <<<"$out"
@@ -84,9 +81,7 @@ check "the munge key is nowhere in the state store" \
 
 # ---------------------------------------------------------------- feature change
 sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/lab.yaml" >"$work/features.yaml"
-out=$("$gx" apply "$work/features.yaml" --limit node-05 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/features.yaml" --limit node-05 --state "$state"
 check "feature change: exit 0" test "$rc" -eq 0
 check "the controller has the new feature list" test "$(node_field node-05 AvailableFeatures)" = "h200,lab,ndr"
 check "acceptance ran again for the new settings" grep -q "node-05  acceptance  5 passed" <<<"$out"
@@ -94,15 +89,13 @@ check "node-05 back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* && $1 !
 
 # ---------------------------------------------------------------- failed acceptance
 sed 's/min_throughput_mbps: 50/min_throughput_mbps: 100000000/' "$work/lab.yaml" >"$work/slow.yaml"
-out=$("$gx" apply "$work/slow.yaml" --limit node-06 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/slow.yaml" --limit node-06 --state "$state"
 check "acceptance failure: exit 3" test "$rc" -eq 3
 check "it names the failed check" grep -q "node-06: phase acceptance, step checks: acceptance failed: storage: /mnt/shared: " <<<"$out"
 check "node-06 is drained" grep -q DRAIN <<<"$(node_field node-06 State)"
 check "  with the failed check as the reason" grep -q "^gpuexpand acceptance: storage: /mnt/shared: .* below the minimum 100000000 MB/s" \
   <<<"$(node_field node-06 Reason)"
-job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-06 -N1 -t 1 --wrap hostname'")
+job=$(user_job node-06)
 sleep 3
 check "a user job asking for node-06 stays pending" test "$(job_state "$job")" = PENDING
 ctl "scancel $job"
@@ -113,15 +106,11 @@ check "with the spec's real minimum the next apply passes" grep -q "1 node: 1 ch
 check "and node-06 is back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* ]]' _ "$(node_field node-06 State)"
 
 # ---------------------------------------------------------------- verify + fault drill
-out=$("$gx" verify "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun verify "$work/lab.yaml" --limit "$nodes" --state "$state"
 check "verify: exit 0" test "$rc" -eq 0
 check "verify: a test job ran through Slurm on each node" test "$(grep -c 'pass  scheduler (.*a test job ran on node-0[56]' <<<"$out")" -eq 2
 check "verify: the MTU end to end" grep -q "node-05  pass  network .*9000-byte packets reach 198.18.1.16 unfragmented" <<<"$out"
-out=$("$gx" verify "$work/lab.yaml" --limit "$nodes" --state "$state" --fault-drill node-06 --drill-timeout 120 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun verify "$work/lab.yaml" --limit "$nodes" --state "$state" --fault-drill node-06 --drill-timeout 120
 check "fault drill: exit 0" test "$rc" -eq 0
 check "fault drill: the controller noticed" grep -q "fault drill node-06: the controller marked it .*NOT_RESPONDING after" <<<"$out"
 check "fault drill: a job ran elsewhere meanwhile" grep -q "fault drill node-06: a job submitted meanwhile ran on node-0[1-5] " <<<"$out"
@@ -129,9 +118,7 @@ check "fault drill: node-06 back in service" grep -q "fault drill node-06: back 
 check "after the drill node-06 is idle" bash -c '[[ $1 == IDLE* && $1 != *NOT_RESPONDING* ]]' _ "$(node_field node-06 State)"
 
 # ---------------------------------------------------------------- rollback
-out=$("$gx" rollback "$work/lab.yaml" --node node-06 --to monitoring --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun rollback "$work/lab.yaml" --node node-06 --to monitoring --state "$state"
 check "rollback --to monitoring: exit 0" test "$rc" -eq 0
 check "node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
 check "slurmd is gone from node-06" on node-06 "inactive absent" \
@@ -146,19 +133,15 @@ check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-0
 sed 's/^      mode: dynamic$/      mode: static\n      cpus: 2\n      real_memory_mb: 1024/' "$work/lab.yaml" >"$work/static.yaml"
 line='NodeName=node-06 NodeAddr=198.18.0.16 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab'
 conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf")
-out=$("$gx" apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state"
 check "static: apply --until scheduler: exit 0" test "$rc" -eq 0
 check "static: the controller's slurm.conf has node-06's line" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
 check "static: node-06 is registered, not as a dynamic node"   bash -c '[[ -n $1 && $1 != *DYNAMIC* ]]' _ "$(node_field node-06 State)"
 check "static: node-06 is in its maintenance reservation" eventually 10 in_maintenance node-06
-job=$(ctl "su alice -c 'sbatch --parsable -D /tmp -w node-06 -N1 -t 1 --wrap hostname'")
+job=$(user_job node-06)
 sleep 3
 check "static: a user job asking for node-06 stays pending under acceptance" test "$(job_state "$job")" = PENDING
-out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/static.yaml" --limit node-06 --state "$state"
 check "static: acceptance passes (exit 0)" test "$rc" -eq 0
 check "static: the user's job then runs" eventually 30 job_completed "$job"
 out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
@@ -180,9 +163,7 @@ cat >>"$work/playbooks/60-scheduler.yaml" <<'FAIL'
     rollback: "true"
 FAIL
 sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/static.yaml" >"$work/static-ndr.yaml"
-out=$("$gx" --data-dir "$work" apply "$work/static-ndr.yaml" --limit node-06 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun --data-dir "$work" apply "$work/static-ndr.yaml" --limit node-06 --state "$state"
 check "static: a failing step after the controller's change: exit 3" test "$rc" -eq 3
 check "  the phase was rolled back" grep -q "node-06  scheduler  FAILED, rolled back .*failing-step-for-tests" <<<"$out"
 check "  the controller has node-06's old line again" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
@@ -190,9 +171,7 @@ check "  and the node its old features" test "$(node_field node-06 AvailableFeat
 in_service() { [[ $(node_field "$1" State) == IDLE* && $(node_field "$1" State) != *DRAIN* && $(node_field "$1" State) != *MAINT* ]]; }
 check "  node-06 still in service (the rollback waited for it)" in_service node-06
 
-out=$("$gx" rollback "$work/static.yaml" --node node-06 --to monitoring --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun rollback "$work/static.yaml" --node node-06 --to monitoring --state "$state"
 check "static: rollback --to monitoring: exit 0" test "$rc" -eq 0
 check "static: node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
 check "static: the controller's slurm.conf is as before, byte for byte" test "$(ctl "sha256sum /etc/slurm/slurm.conf")" = "$conf_before"
@@ -204,9 +183,7 @@ check "static: the controller's slurm.conf is as before, byte for byte" test "$(
 sed 's/^      mode: dynamic$/&\n      configless: false/' "$work/lab.yaml" >"$work/local-conf.yaml"
 sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf" | cut -d' ' -f1); }
 on_node06() { "$lab" ssh node-06 -- "$1" </dev/null; }
-out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
-rc=$?
-echo "$out" | sed 's/^/    /'
+gxrun apply "$work/local-conf.yaml" --limit node-06 --state "$state"
 check "configless false: apply exit 0" test "$rc" -eq 0
 check "  node-06 has the controller's slurm.conf and gres.conf" test "$(sums on_node06)" = "$(sums ctl)"
 check "  slurmd runs without --conf-server" \

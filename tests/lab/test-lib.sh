@@ -35,6 +35,11 @@ on() { # NODE EXPECTED COMMAND — the command's output equals EXPECTED
   got=$(sshn "$node" "$@" 2>&1)
   [[ "$got" == "$expected" ]] || { echo "    $node: \`$*\` gave '$got', expected '$expected'"; return 1; }
 }
+gxrun() { # GPUEXPAND ARGS… — sets $out (stdout and stderr) and $rc, and shows the output indented
+  out=$("$gx" "$@" 2>&1)
+  rc=$?
+  echo "$out" | sed 's/^/    /'
+}
 eventually() { # SECONDS COMMAND... — true once COMMAND succeeds within SECONDS
   local limit=$1
   shift

@@ -8,7 +8,6 @@
 
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
@@ -275,10 +274,7 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, "pass") << results[0].detail;
   EXPECT_EQ(results[0].detail, "ib_write_bw mlx5_0 -> mlx5_2: 0.48 Gb/s; ib_write_bw mlx5_3 -> mlx5_0: 0.48 Gb/s");
-  std::ifstream calls(dir_ + "/calls");
-  std::stringstream c;
-  c << calls.rdbuf();
-  EXPECT_EQ(c.str(),
+  EXPECT_EQ(testing::read_file(dir_ + "/calls"),
             "-d mlx5_2 -i 1 -p 18515 -D 5 -F --report_gbits\n-d mlx5_0 -i 1 -p 18515 -D 5 -F --report_gbits 127.0.0.1\n"
             "-d mlx5_0 -i 1 -p 18516 -D 5 -F --report_gbits\n-d mlx5_3 -i 2 -p 18516 -D 5 -F --report_gbits 127.0.0.1\n");
 
@@ -294,10 +290,10 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
 
   std::ofstream(dir_ + "/calls", std::ios::trunc).close();
   results = client_prints("ib_write_bw-client-cannot-connect.txt", 1);
-  std::ifstream retried(dir_ + "/calls");
-  int clients = 0;
-  for (std::string l; std::getline(retried, l);) clients += l.find("127.0.0.1") != std::string::npos ? 1 : 0;
-  EXPECT_EQ(clients, 3) << "a server not listening yet: the client tries three times";
+  const std::string calls = testing::read_file(dir_ + "/calls");
+  size_t clients = 0;
+  for (size_t at = 0; (at = calls.find("127.0.0.1", at)) != std::string::npos; ++at) ++clients;
+  EXPECT_EQ(clients, 3u) << "a server not listening yet: the client tries three times";
   EXPECT_EQ(results[0].status, "fail");
   EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2 failed (exit 1): Couldn't connect to "
                                    "192.168.125.211:18515"),
@@ -332,10 +328,7 @@ TEST_F(AcceptanceScript, NcclAllReduceOverTheNodesGpus) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].status, "pass") << results[0].detail;
   EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: bus bandwidth 95.3009 GB/s");
-  std::ifstream args(dir_ + "/args");
-  std::string line;
-  std::getline(args, line);
-  EXPECT_EQ(line, "-b 8M -e 256M -f 2 -g 8");
+  EXPECT_EQ(testing::read_file(dir_ + "/args"), "-b 8M -e 256M -f 2 -g 8\n");
 
   s["min_nccl_busbw"] = 150;
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/exec/step_actions.hpp"
@@ -68,6 +67,17 @@ class SchedulerPlaybook : public ::testing::Test {
     }
     ADD_FAILURE() << "no " << wanted << " phase in the plan: " << plan_.message;
     return {};
+  }
+
+  // examples/lab-rack.yaml with its slurm `mode: dynamic` line replaced
+  // by `slurm_lines` (at that block's indent), written here as `name`.
+  std::string lab_rack_with(const std::string& name, const std::string& slurm_lines) {
+    std::string text = testing::read_source_file("examples/lab-rack.yaml");
+    const size_t at = text.find("      mode: dynamic");
+    EXPECT_NE(at, std::string::npos);
+    text.replace(at, text.find('\n', at) - at, slurm_lines);
+    std::ofstream(dir_ + "/" + name) << text;
+    return dir_ + "/" + name;
   }
 
   static const ResolvedStep& step(const std::vector<ResolvedStep>& steps, const std::string& id) {
@@ -143,10 +153,7 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
                             .c_str()),
             0);
   EXPECT_EQ(run("GPUEXPAND_CHECKPOINT=" + dir_ + "/cp\n" + rollback).first, 0);
-  std::ifstream log(dir_ + "/scontrol.log");
-  std::stringstream l;
-  l << log.rdbuf();
-  EXPECT_EQ(l.str(),
+  EXPECT_EQ(testing::read_file(dir_ + "/scontrol.log"),
             "delete reservation=gpuexpand-accept-node-01\ndelete nodename=node-01\n"
             "update nodename=node-01 availablefeatures=h200 activefeatures=h200\n");
   EXPECT_NE(::access((dir_ + "/var/slurm-features-before").c_str(), F_OK), 0);
@@ -187,12 +194,9 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   EXPECT_NE(join.find("sed -f \"$c.sed\""), std::string::npos) << "the token never reaches a process's argv";
   auto [rc, out] = run(join);
   EXPECT_EQ(rc, 0) << out;
-  std::ifstream args(dir_ + "/kubeadm.args"), config(dir_ + "/kubeadm.config");
-  std::stringstream a, c;
-  a << args.rdbuf();
-  c << config.rdbuf();
-  EXPECT_EQ(a.str().rfind("args: join --config " + dir_ + "/run/gpuexpand-kubeadm.", 0), 0u) << a.str();
-  EXPECT_NE(c.str().find(std::string("    token: \"") + kToken + "\"\n"), std::string::npos) << c.str();
+  const std::string a = testing::read_file(dir_ + "/kubeadm.args"), c = testing::read_file(dir_ + "/kubeadm.config");
+  EXPECT_EQ(a.rfind("args: join --config " + dir_ + "/run/gpuexpand-kubeadm.", 0), 0u) << a;
+  EXPECT_NE(c.find(std::string("    token: \"") + kToken + "\"\n"), std::string::npos) << c;
   EXPECT_EQ(std::system(("ls " + dir_ + "/run | grep -q .").c_str()) == 0, false) << "the filled-in config is removed";
 
   // A token file that does not hold a bootstrap token: refused, kubeadm not run.
@@ -207,10 +211,7 @@ TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   tool("kubectl", "echo \"$*\" >> " + dir_ + "/kubectl.log");
   auto [label_rc, label_out] = run(step(steps, "kubernetes-labels").params["run"]);
   EXPECT_EQ(label_rc, 0) << label_out;
-  std::ifstream log(dir_ + "/kubectl.log");
-  std::stringstream l;
-  l << log.rdbuf();
-  EXPECT_EQ(l.str(),
+  EXPECT_EQ(testing::read_file(dir_ + "/kubectl.log"),
             "--kubeconfig=/etc/kubernetes/kubelet.conf label node k8s-gpu-01 --overwrite gpu-type=h100 "
             "network-tier=roce-400g storage-zone=zone-b\n");
   // The check passes on a node that has them, fails on one that lacks one.
@@ -258,11 +259,8 @@ TEST_F(SchedulerPlaybook, SlurmRegistrationCheckOnCapturedLines) {
 // runs here against a slurm.conf copy with stand-ins for scontrol and
 // systemctl; the lab test runs it against the real slurmctld.
 TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
-  const std::string spec = dir_ + "/static.yaml";
-  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/      mode: static\\n      cpus: 2\\n      real_memory_mb: 1024/' " +
-                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + spec)
-                            .c_str()),
-            0);
+  const std::string spec =
+      lab_rack_with("static.yaml", "      mode: static\n      cpus: 2\n      real_memory_mb: 1024");
   const auto steps = scheduler_steps(spec);
   const auto& node_line = step(steps, "slurm-static-node");
   EXPECT_EQ(node_line.params["delegate_to"], "controller");
@@ -296,12 +294,6 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   tool("scontrol", "echo \"scontrol $*\" >> " + log + "\ncase \"$1\" in\nping) echo 'Slurmctld(primary) at ctl is UP' ;;\n"
                    "show) [ \"$2\" = reservation ] && exit 1; grep -q '^NodeName=node-01 ' " + conf +
                        " && echo 'NodeName=node-01 Arch=x86_64 State=IDLE' ;;\nesac");
-  auto read = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
   const std::string line = "NodeName=node-01 NodeAddr=198.18.0.11 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab\n";
   const std::string run_script = "GPUEXPAND_RUN_ID=7\n" + node_line.params["run"].get<std::string>();
   const std::string rollback = "GPUEXPAND_RUN_ID=7\n" + node_line.params["rollback"].get<std::string>();
@@ -310,29 +302,29 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   EXPECT_EQ(run(check).first, 1) << "not in slurm.conf yet";
   auto [rc, out] = run(run_script);
   ASSERT_EQ(rc, 0) << out;
-  EXPECT_EQ(read(conf), original + line) << "one line added, node-010 (same prefix) untouched";
-  EXPECT_EQ(read(log),
+  EXPECT_EQ(testing::read_file(conf), original + line) << "one line added, node-010 (same prefix) untouched";
+  EXPECT_EQ(testing::read_file(log),
             "scontrol show node node-01 -o\nscontrol show node node-01 -o\nsystemctl restart slurmctld\nscontrol ping\n"
             "scontrol reconfigure\nscontrol show reservation gpuexpand-accept-node-01\n"
             "scontrol create reservation reservationname=gpuexpand-accept-node-01 nodes=node-01 starttime=now "
             "duration=infinite users=root flags=maint,ignore_jobs\n")
       << "a new node is held before its slurmd can register";
-  EXPECT_EQ(read(dir_ + "/var/controller/7/node-01.before"), "") << "the controller had no line for it";
+  EXPECT_EQ(testing::read_file(dir_ + "/var/controller/7/node-01.before"), "") << "the controller had no line for it";
   EXPECT_EQ(run(check).first, 0);
   std::ofstream(log, std::ios::trunc).close();
   ASSERT_EQ(run(run_script).first, 0);
-  EXPECT_EQ(read(conf), original + line) << "run again: still one line";
-  EXPECT_EQ(read(log).find("restart"), std::string::npos) << "nothing changed: slurmctld keeps running";
+  EXPECT_EQ(testing::read_file(conf), original + line) << "run again: still one line";
+  EXPECT_EQ(testing::read_file(log).find("restart"), std::string::npos) << "nothing changed: slurmctld keeps running";
 
   // The rollback of run 7 puts slurm.conf back byte for byte; of a run in
   // which the step never ran, it does nothing.
   std::ofstream(log, std::ios::trunc).close();
   EXPECT_EQ(run("GPUEXPAND_RUN_ID=8\n" + node_line.params["rollback"].get<std::string>()).first, 0);
-  EXPECT_EQ(read(conf), original + line);
-  EXPECT_EQ(read(log), "");
+  EXPECT_EQ(testing::read_file(conf), original + line);
+  EXPECT_EQ(testing::read_file(log), "");
   ASSERT_EQ(run(rollback).first, 0);
-  EXPECT_EQ(read(conf), original);
-  EXPECT_EQ(read(log),
+  EXPECT_EQ(testing::read_file(conf), original);
+  EXPECT_EQ(testing::read_file(log),
             "scontrol delete reservation=gpuexpand-accept-node-01\nsystemctl restart slurmctld\nscontrol ping\n"
             "scontrol reconfigure\n");
 
@@ -344,10 +336,10 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   std::ofstream(log, std::ios::trunc).close();
   const std::string run9 = "GPUEXPAND_RUN_ID=9\n" + node_line.params["run"].get<std::string>();
   ASSERT_EQ(run(run9).first, 0);
-  EXPECT_EQ(read(conf), original + line);
-  EXPECT_EQ(read(log).find("create reservation"), std::string::npos);
+  EXPECT_EQ(testing::read_file(conf), original + line);
+  EXPECT_EQ(testing::read_file(log).find("create reservation"), std::string::npos);
   ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + node_line.params["rollback"].get<std::string>()).first, 0);
-  EXPECT_EQ(read(conf), original + old_line);
+  EXPECT_EQ(testing::read_file(conf), original + old_line);
 }
 
 // configless: false (dynamic nodes): the node keeps copies of the
@@ -355,11 +347,7 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
 // controller reports, fetched from there when they differ; slurmd runs
 // without --conf-server.
 TEST_F(SchedulerPlaybook, SlurmConfCopiedFromTheControllerWithoutConfigless) {
-  const std::string spec = dir_ + "/local-conf.yaml";
-  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/&\\n      configless: false/' " +
-                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + spec)
-                            .c_str()),
-            0);
+  const std::string spec = lab_rack_with("local-conf.yaml", "      mode: dynamic\n      configless: false");
   const auto steps = scheduler_steps(spec);
   const std::string unit = step(steps, "slurmd-dynamic").params["content"];
   EXPECT_NE(unit.find("ExecStart=/usr/sbin/slurmd -D -s -Z --conf \"Gres=gpu:8 Feature=h200,lab State=DRAIN\" "
@@ -433,11 +421,7 @@ TEST_F(SchedulerPlaybook, SlurmConfCopiedFromTheControllerWithoutConfigless) {
             "step 'slurm-conf': /etc/slurm/slurm.conf on the controller changed since the plan was made");
 
   // Static nodes would make every other node's copy stale: refused.
-  const std::string both = dir_ + "/static-local.yaml";
-  ASSERT_EQ(std::system(("sed 's/^      mode: dynamic .*/      mode: static\\n      configless: false/' " +
-                         shell_quote(testing::source_path("examples/lab-rack.yaml")) + " > " + both)
-                            .c_str()),
-            0);
+  const std::string both = lab_rack_with("static-local.yaml", "      mode: static\n      configless: false");
   auto refused = load_spec_file(both, testing::schema("cluster"));
   EXPECT_FALSE(refused.spec);
   EXPECT_NE(testing::diagnostics_text(refused).find("configless: false cannot go with mode: static"), std::string::npos)
@@ -455,23 +439,15 @@ TEST_F(SchedulerPlaybook, RocePfcAndEcnWhereTheNicSupportsThem) {
   EXPECT_EQ(run(pfc.params["check"]).first, 1);
   auto [rc, out] = run(pfc.params["run"]);
   EXPECT_EQ(rc, 0) << out;
-  std::ifstream log(dir_ + "/dcb.log");
-  std::stringstream l;
-  l << log.rdbuf();
-  EXPECT_NE(l.str().find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"),
-            std::string::npos)
-      << l.str();
-  std::ifstream saved(dir_ + "/var/pfc/ens1f0np0");
-  std::stringstream sv;
-  sv << saved.rdbuf();
-  EXPECT_EQ(sv.str(), "0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n");
+  const std::string l = testing::read_file(dir_ + "/dcb.log");
+  EXPECT_NE(l.find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"), std::string::npos)
+      << l;
+  EXPECT_EQ(testing::read_file(dir_ + "/var/pfc/ens1f0np0"), "0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n");
   EXPECT_EQ(run(pfc.params["rollback"]).first, 0);
-  std::ifstream log2(dir_ + "/dcb.log");
-  std::stringstream l2;
-  l2 << log2.rdbuf();
-  EXPECT_NE(l2.str().find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n"),
+  const std::string l2 = testing::read_file(dir_ + "/dcb.log");
+  EXPECT_NE(l2.find("pfc set dev ens1f0np0 prio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off\n"),
             std::string::npos)
-      << l2.str();
+      << l2;
   tool("dcb", "echo 'Operation not supported' >&2; exit 1");
   EXPECT_EQ(run(pfc.params["check"]).first, 0) << "no DCB on the NIC: nothing gpuexpand can set";
 
@@ -537,10 +513,7 @@ TEST_F(SchedulerPlaybook, BondsPersistentAndLive) {
   EXPECT_EQ(rc, 0) << out;
   EXPECT_EQ(run(live.params["check"]).first, 0) << run(live.params["check"]).second;
   EXPECT_EQ(run(live.params["rollback"]).first, 0);
-  std::ifstream log(dir_ + "/ip.log");
-  std::stringstream l;
-  l << log.rdbuf();
-  EXPECT_EQ(l.str(),
+  EXPECT_EQ(testing::read_file(dir_ + "/ip.log"),
             "link add bond0 type bond mode 802.3ad\nlink set eth1 down\nlink set eth1 master bond0\n"
             "link set eth2 down\nlink set eth2 master bond0\nlink set bond0 mtu 9000\nlink set bond0 up\n"
             "link del bond0\nlink set eth1 up\nlink set eth2 up\n");

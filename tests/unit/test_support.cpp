@@ -9,12 +9,16 @@ namespace gpuexpand::testing {
 
 std::string source_path(const std::string& relative) { return std::string(GPUEXPAND_SOURCE_DIR) + "/" + relative; }
 
-std::string read_source_file(const std::string& relative) {
-  std::ifstream in(source_path(relative), std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + relative);
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string read_source_file(const std::string& relative) {
+  if (!std::ifstream(source_path(relative))) throw std::runtime_error("cannot read " + relative);
+  return read_file(source_path(relative));
 }
 
 const JsonSchema& schema(const std::string& name) {

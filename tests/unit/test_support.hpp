@@ -13,6 +13,8 @@ namespace gpuexpand::testing {
 
 std::string source_path(const std::string& relative);
 std::string read_source_file(const std::string& relative);
+// A file's bytes, or "" when it does not exist (a stand-in's log never written).
+std::string read_file(const std::string& path);
 
 // "cluster", "facts", "facts-file", "playbook", "plan"
 const JsonSchema& schema(const std::string& name);
