@@ -162,6 +162,16 @@ void merge_into(CheckResult& into, const CheckResult& from) {
   into.seconds += from.seconds;
 }
 
+// In a shell function that measured $bw: fail the network check when it
+// is below `min` (nothing when the spec sets no minimum). `what` may use
+// the function's variables; it is put in double quotes.
+std::string below_minimum(const json& min, const std::string& what, const std::string& unit) {
+  if (!min.is_number()) return "";
+  const std::string m = min.dump();
+  return "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" \"" +
+         what + ", below the minimum " + m + " " + unit + "\"; return; fi\n";
+}
+
 }  // namespace
 
 std::string acceptance_reservation(const std::string& node) { return "gpuexpand-accept-" + node; }
@@ -432,11 +442,7 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
          "{v = $4} END {if (v != \"\") print v}')\n";
     s += "  if [ $rc -ne 0 ] || [ -z \"$bw\" ]; then res network fail \"$t\" \"ib_write_bw $1 -> $3 failed (exit $rc): "
          "$(printf '%s' \"$out\" | tail -n 2)\"; return; fi\n";
-    if (min.is_number()) {
-      const std::string m = min.dump();
-      s += "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" "
-           "\"ib_write_bw $1 -> $3: $bw Gb/s, below the minimum " + m + " Gb/s\"; return; fi\n";
-    }
+    s += below_minimum(min, "ib_write_bw $1 -> $3: $bw Gb/s", "Gb/s");
     s += "  res network pass \"$t\" \"ib_write_bw $1 -> $3: $bw Gb/s\"\n}\n";
     for (size_t k = 0; k < rdma.size(); ++k) {
       const auto& [a, b] = rdma[k];
@@ -462,12 +468,7 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
          " GPUs failed (exit $rc): $(printf '%s' \"$out\" | tail -n 2)\"; return; fi\n";
     s += "  if [ \"${wrong:-0}\" != 0 ]; then res network fail \"$t\" \"NCCL: all_reduce_perf over " + g +
          " GPUs: $wrong out-of-bounds values\"; return; fi\n";
-    if (min.is_number()) {
-      const std::string m = min.dump();
-      s += "  if ! awk -v b=\"$bw\" -v m=" + q(m) + " 'BEGIN {exit !(b + 0 >= m + 0)}'; then res network fail \"$t\" "
-           "\"NCCL: all_reduce_perf over " + g + " GPUs: bus bandwidth $bw GB/s, below the minimum " + m +
-           " GB/s\"; return; fi\n";
-    }
+    s += below_minimum(min, "NCCL: all_reduce_perf over " + g + " GPUs: bus bandwidth $bw GB/s", "GB/s");
     s += "  res network pass \"$t\" \"NCCL: all_reduce_perf over " + g + " GPUs: bus bandwidth $bw GB/s\"\n}\nnccl\n";
   }
 
