@@ -1,8 +1,10 @@
 #include "gpuexpand/exec/executor.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/exec/rollback.hpp"
 #include "gpuexpand/exec/step_actions.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
@@ -84,6 +86,7 @@ class Execution {
     Clock::time_point phase_started{};
     std::string failed_step, failure;  // why the phase is being rolled back
     bool interrupted = false;
+    bool controller_asked = false;  // the controller's part of the current facts is in
   };
 
   // ------------------------------------------------------------ batches
@@ -176,11 +179,39 @@ class Execution {
       return;
     }
     run.facts = std::move(facts.value());
-    if (!run.request.needs_controller()) {
-      facts_complete(run);
-      return;
+    run.controller_asked = false;
+    facts_complete(run);
+  }
+
+  void facts_complete(NodeRun& run) {
+    if (run.stage == Stage::Verifying) {
+      if (needs_controller(run, run.phase)) {
+        ask_controller(run);
+      } else {
+        verify(run);
+      }
+    } else {
+      next_phase(run);
     }
-    // Steps delegated to the controller are decided by checks run there.
+  }
+
+  // Whether planning `phase` needs the controller's part of the facts that
+  // are not in yet: the phase has steps delegated there or copying from
+  // there (without those facts they plan as "?", so they are in the plan).
+  // Asked only then, so a node costs the controller a round trip only for
+  // the probes around such a phase, not for every phase's.
+  bool needs_controller(const NodeRun& run, const PhasePlan& phase) const {
+    if (run.controller_asked || !run.request.needs_controller()) return false;
+    return std::any_of(phase.steps.begin(), phase.steps.end(), [](const ResolvedStep& s) {
+      return delegated_to_controller(s) || (s.type == "copy" && s.params.value("src_host", std::string()) == "controller");
+    });
+  }
+
+  // Runs the node's checks and digests on its controller, then goes on
+  // with the facts complete. The controller not answering fails only what
+  // needs it: without its checks the delegated steps plan as "?", run, and
+  // fail there.
+  void ask_controller(NodeRun& run) {
     const auto controller = controllers_[run.index];
     if (!controller) {
       facts_failed(run, run.node->name + ": steps delegated to the controller, but the node's settings name no "
@@ -188,25 +219,15 @@ class Execution {
       return;
     }
     CommandRequest request{"sh -s", controller_check_script(run.request), {}, false};
-    // The controller not answering fails only what needs it: without its
-    // checks the delegated steps plan as "?", run, and fail there, and the
-    // phases without such steps go ahead.
     runner_.submit(*controller, std::move(request), [this, &run](const CommandOutcome& checked) {
       if (!checked.ok()) {
         spdlog::warn("{}: its checks on the controller did not run: {}", run.node->name, checked.message);
       } else if (auto merged = merge_controller_checks(checked.out, run.facts); !merged) {
         spdlog::warn("{}: {}", run.node->name, merged.error().message);
       }
+      run.controller_asked = true;
       facts_complete(run);
     });
-  }
-
-  void facts_complete(NodeRun& run) {
-    if (run.stage == Stage::Verifying) {
-      verify(run);
-    } else {
-      next_phase(run);
-    }
   }
 
   void facts_failed(NodeRun& run, const std::string& why) {
@@ -231,6 +252,10 @@ class Execution {
       if (!options_.until_phase.empty() && order > phase_index(options_.until_phase)) break;
       if (stop_requested()) {
         node_done(run, NodeResult::Interrupted, run.node->name + ": interrupted before phase " + phase.phase);
+        return;
+      }
+      if (needs_controller(run, phase)) {
+        ask_controller(run);  // then plans again, with the controller's facts
         return;
       }
       run.next_phase = order;
@@ -501,7 +526,18 @@ class Execution {
     run.failure = why;
     CommandRequest request{"sh -s", restore_script(options_.run_id, run.phase.phase, run.touch), {}, false};
     runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& restored) {
-      roll_back_on_controller(run, restored, controller_rollbacks_reached(run));
+      // Then the delegated steps' rollbacks on the controller, all of them
+      // even when the node's restore failed (the controller should not keep
+      // what the node no longer matches); the first failure is reported.
+      auto rollbacks = controller_rollbacks_reached(run);
+      if (rollbacks.empty() || !controllers_[run.index]) {
+        rolled_back(run, restored);
+        return;
+      }
+      roll_back_on_controller(runner_, *controllers_[run.index], options_.run_id, std::move(rollbacks), false,
+                                           [this, &run, restored](const CommandOutcome& on_controller) {
+                                             rolled_back(run, restored.ok() ? on_controller : restored);
+                                           });
     });
   }
 
@@ -516,23 +552,6 @@ class Execution {
       if (delegated_to_controller(s)) out.push_back(s.params.value("rollback", std::string()));
     }
     return out;
-  }
-
-  // After the node's restore: the delegated steps' rollbacks on the
-  // controller, one by one, all of them even when the node's restore
-  // failed (the controller should not keep what the node no longer
-  // matches). The first failure is the one reported.
-  void roll_back_on_controller(NodeRun& run, CommandOutcome first, std::vector<std::string> rollbacks) {
-    if (rollbacks.empty() || !controllers_[run.index]) {
-      rolled_back(run, first);
-      return;
-    }
-    CommandRequest request{controller_command(options_.run_id, rollbacks.front()), "", {}, false};
-    rollbacks.erase(rollbacks.begin());
-    runner_.submit(*controllers_[run.index], std::move(request),
-                   [this, &run, first = std::move(first), rest = std::move(rollbacks)](const CommandOutcome& done) mutable {
-                     roll_back_on_controller(run, first.ok() ? done : std::move(first), std::move(rest));
-                   });
   }
 
   void rolled_back(NodeRun& run, const CommandOutcome& outcome) {

@@ -1,6 +1,7 @@
 #include "gpuexpand/exec/rollback.hpp"
 
 #include <algorithm>
+#include <memory>
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/plan/controller.hpp"
@@ -15,6 +16,35 @@ size_t order_of(const std::string& phase) {
 }
 
 }  // namespace
+
+void roll_back_on_controller(CommandRunner& runner, size_t controller, int64_t run_id,
+                             std::vector<std::string> newest_first, bool stop_at_failure,
+                             std::function<void(const CommandOutcome&)> done) {
+  struct Chain {
+    CommandRunner& runner;
+    size_t controller;
+    int64_t run_id;
+    std::vector<std::string> left;
+    bool stop_at_failure;
+    std::function<void(const CommandOutcome&)> done;
+    CommandOutcome first;  // ok until a rollback fails
+
+    static void next(std::shared_ptr<Chain> chain) {
+      if (chain->left.empty() || (!chain->first.ok() && chain->stop_at_failure)) {
+        chain->done(chain->first);
+        return;
+      }
+      CommandRequest request{controller_command(chain->run_id, chain->left.front()), "", {}, false};
+      chain->left.erase(chain->left.begin());
+      chain->runner.submit(chain->controller, std::move(request), [chain](const CommandOutcome& outcome) {
+        if (chain->first.ok()) chain->first = outcome;
+        next(chain);
+      });
+    }
+  };
+  Chain::next(std::make_shared<Chain>(
+      Chain{runner, controller, run_id, std::move(newest_first), stop_at_failure, std::move(done), {}}));
+}
 
 std::vector<CheckpointRecord> checkpoints_after(const std::vector<CheckpointRecord>& newest_first,
                                                 const std::string& to_phase) {
@@ -31,7 +61,6 @@ std::vector<NodeRollbackResult> roll_back(const std::vector<NodeRollback>& nodes
   std::vector<NodeRollbackResult> results(nodes.size());
   // Each node restores its checkpoints one after another: the next restore
   // is queued from the previous one's callback.
-  std::function<void(size_t, size_t, const CommandOutcome&, std::vector<std::string>)> finish_checkpoint;
   std::function<void(size_t, size_t)> restore_next = [&](size_t i, size_t k) {
     const NodeRollback& node = nodes[i];
     if (k >= node.checkpoints.size()) return;
@@ -46,30 +75,25 @@ std::vector<NodeRollbackResult> roll_back(const std::vector<NodeRollback>& nodes
                            node.node + " any more";
       return;
     }
-    runner.submit(i, std::move(request), [&, i, k, on_controller](const CommandOutcome& outcome) {
-      finish_checkpoint(i, k, outcome, on_controller);
+    // After the node's restore, the checkpoint's delegated rollbacks on the
+    // controller, with the checkpoint's run id; then the next checkpoint.
+    auto finished = [&, i, k](const CommandOutcome& outcome) {
+      const CheckpointRecord& done = nodes[i].checkpoints[k];
+      if (!outcome.ok()) {
+        results[i].failure = "restoring " + done.phase + " (run " + std::to_string(done.run_id) + "): " + outcome.message;
+        return;
+      }
+      results[i].restored.push_back(done.phase + " (run " + std::to_string(done.run_id) + ")");
+      if (restored) restored(done);
+      restore_next(i, k + 1);
+    };
+    runner.submit(i, std::move(request), [&, i, c, on_controller, finished](const CommandOutcome& outcome) {
+      if (!outcome.ok() || on_controller.empty()) {
+        finished(outcome);
+        return;
+      }
+      roll_back_on_controller(runner, *nodes[i].controller, c.run_id, on_controller, true, finished);
     });
-  };
-  // After the node's restore: the checkpoint's delegated rollbacks on the
-  // controller, newest first, with the checkpoint's run id.
-  finish_checkpoint = [&](size_t i, size_t k, const CommandOutcome& outcome, std::vector<std::string> on_controller) {
-    const CheckpointRecord& done = nodes[i].checkpoints[k];
-    if (!outcome.ok()) {
-      results[i].failure = "restoring " + done.phase + " (run " + std::to_string(done.run_id) + "): " + outcome.message;
-      return;
-    }
-    if (!on_controller.empty()) {
-      CommandRequest request{controller_command(done.run_id, on_controller.front()), "", {}, false};
-      on_controller.erase(on_controller.begin());
-      runner.submit(*nodes[i].controller, std::move(request),
-                    [&, i, k, rest = std::move(on_controller)](const CommandOutcome& next) {
-                      finish_checkpoint(i, k, next, rest);
-                    });
-      return;
-    }
-    results[i].restored.push_back(done.phase + " (run " + std::to_string(done.run_id) + ")");
-    if (restored) restored(done);
-    restore_next(i, k + 1);
   };
   for (size_t i = 0; i < nodes.size(); ++i) {
     results[i].node = nodes[i].node;

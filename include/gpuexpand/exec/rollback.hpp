@@ -33,6 +33,15 @@ struct NodeRollbackResult {
 std::vector<CheckpointRecord> checkpoints_after(const std::vector<CheckpointRecord>& newest_first,
                                                 const std::string& to_phase);
 
+// After a node's restore: the rollbacks of steps delegated to its
+// controller (`newest_first`), one after another on runner endpoint
+// `controller`, each with $GPUEXPAND_RUN_ID = run_id. `done` gets the first
+// failure, or an ok outcome; after a failure the rest still run unless
+// `stop_at_failure`.
+void roll_back_on_controller(CommandRunner& runner, size_t controller, int64_t run_id,
+                             std::vector<std::string> newest_first, bool stop_at_failure,
+                             std::function<void(const CommandOutcome&)> done);
+
 // `restored(record)` is called after each successful restore (the state
 // store marks it). `runner` holds one endpoint per entry of `nodes`.
 std::vector<NodeRollbackResult> roll_back(const std::vector<NodeRollback>& nodes, CommandRunner& runner,
