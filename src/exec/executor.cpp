@@ -218,7 +218,10 @@ class Execution {
                                          "scheduler.slurm.controller");
       return;
     }
-    CommandRequest request{"sh -s", controller_check_script(run.request), {}, false};
+    CommandRequest request{"sh -s",
+                           controller_check_script(controller_request_for(spec_, *run.node, playbooks_, run.facts)),
+                           {},
+                           false};
     runner_.submit(*controller, std::move(request), [this, &run](const CommandOutcome& checked) {
       if (!checked.ok()) {
         spdlog::warn("{}: its checks on the controller did not run: {}", run.node->name, checked.message);

@@ -64,7 +64,8 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
       }
       facts[node.name] = std::move(parsed.value());
       if (requests[i].needs_controller() && controllers[i]) {
-        gather_controller_checks(runner, *controllers[i], requests[i], node.name, facts[node.name]);
+        gather_controller_checks(runner, *controllers[i], controller_request_for(spec, node, playbooks, facts[node.name]),
+                                 node.name, facts[node.name]);
       }
     });
   }

@@ -8,6 +8,7 @@
 
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
+#include "gpuexpand/inventory/hostlist.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 
 namespace gpuexpand {
@@ -366,6 +367,33 @@ json gpu_facts(const std::map<std::string, const Section*>& by_name) {
   return gpus;
 }
 
+// "/dev/nvidia10" -> 10; anything but /dev/nvidiaN -> nullopt.
+std::optional<long> device_number(const std::string& path) {
+  static constexpr std::string_view prefix = "/dev/nvidia";
+  if (path.size() <= prefix.size() || path.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const std::string digits = path.substr(prefix.size());
+  if (digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::stol(digits);
+}
+
+// The device files /dev/nvidiaN in numeric order, and the same folded the
+// way gres.conf's File= takes them (/dev/nvidia[0-7]); null without any.
+void add_gpu_device_files(const std::string& body, json& gpus) {
+  std::map<long, std::string> by_number;
+  for (const auto& line : lines_of(body)) {
+    const std::string path = trimmed(line);
+    if (const auto n = device_number(path)) by_number.emplace(*n, path);
+  }
+  json files = json::array();
+  std::vector<std::string> names;
+  for (const auto& [n, path] : by_number) {
+    files.push_back(path);
+    names.push_back(path);
+  }
+  gpus["device_files"] = files;
+  gpus["gres_file"] = names.empty() ? json(nullptr) : json(fold_hostlist(names));
+}
+
 json rdma_facts(const std::map<std::string, const Section*>& by_name) {
   auto body = [&](const char* name) { return by_name.count(name) ? by_name.at(name)->body : std::string(); };
   json ports = json::array();
@@ -440,6 +468,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   }
   facts["kernel_modules"] = {{"loaded", modules}};
   facts["gpus"] = gpu_facts(by_name);
+  add_gpu_device_files(body("gpu-device-files"), facts["gpus"]);
   facts["network"] = {{"interfaces", interfaces_facts(body("ip-link"), body("ip-addr"))}, {"rdma", rdma_facts(by_name)}};
   facts["mounts"] = mounts_facts(body("mounts"));
   facts["fstab"] = fstab_facts(body("fstab"));

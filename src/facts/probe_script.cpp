@@ -4,6 +4,7 @@
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/plan/controller.hpp"
+#include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -65,11 +66,24 @@ FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
         for (const auto& [key, _] : p["values"].items()) request.sysctl_keys.insert(key);
       }
     } else if (type == "command") {
-      (delegated_to_controller(step) ? request.controller_checks : request.checks)[step.key] = text_param(p, "check");
+      // A check that needs the node's facts to render: on the node it
+      // stays unknown ("?"); the controller is asked once the facts are in.
+      const auto pending = p.find(kProbePending);
+      const bool check_pending = pending != p.end() && std::find(pending->begin(), pending->end(), "check") != pending->end();
+      if (delegated_to_controller(step)) {
+        (check_pending ? request.controller_unresolved : request.controller_checks)[step.key] = text_param(p, "check");
+      } else if (!check_pending) {
+        request.checks[step.key] = text_param(p, "check");
+      }
     }
   }
   request.services.erase("");
   return request;
+}
+
+FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                    const nlohmann::json& node_facts) {
+  return facts_request_for(steps_to_probe(spec, node, playbooks, &node_facts));
 }
 
 // The script prints "@@gpx:SECTION [ARG]" before each section's raw output.
@@ -135,6 +149,9 @@ std::string probe_script(const FactsRequest& request) {
   s += "m nvidia-table; timeout 60 nvidia-smi 2>&1\n";
   s += "m nvidia-topo; timeout 60 nvidia-smi topo -m 2>&1\n";
   s += "else echo @@missing; fi\n";
+  // The GPUs' device files, which Slurm's gres.conf names (File=): present
+  // whether or not nvidia-smi works. Shell builtins only: no fork per GPU.
+  s += "m gpu-device-files; for f in /dev/nvidia[0-9]*; do [ -e \"$f\" ] && echo \"$f\"; done; true\n";
   s += "m ip-link; ip -j -d link show 2>/dev/null\n";
   s += "m ip-addr; ip -j addr show 2>/dev/null\n";
   s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";

@@ -227,21 +227,37 @@ std::string decision_facts_digest(const json& facts) {
     if (facts.contains(section)) relevant[section] = facts[section];
   }
   if (facts.contains("gpus")) {
-    for (const char* key : {"driver_version", "count", "model", "persistence_mode"}) {
+    for (const char* key : {"driver_version", "count", "model", "persistence_mode", "gres_file"}) {
       if (facts["gpus"].contains(key)) relevant["gpus"][key] = facts["gpus"][key];
     }
   }
   return sha256_hex(relevant.dump());
 }
 
-std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks) {
+std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                         const json* facts) {
   std::vector<ResolvedStep> out;
   json vars = node_variables(spec, node);
-  vars["facts"] = json::object();
+  vars["facts"] = facts ? *facts : json::object();
+  // A step whose parameters read facts not gathered yet is still probed
+  // for what does render (a file's path, a package's name); the keys that
+  // do not are listed under kProbePending, so its check is not taken for
+  // an empty one that passes.
   auto add = [&](const Step& step, const std::string& key) {
     if (auto params = render_params(step.type, step.params, vars)) {
       out.push_back({key, step.id, step.type, std::move(params.value())});
+      return;
     }
+    json partial = json::object(), pending = json::array();
+    for (const auto& [name, value] : step.params.items()) {
+      if (auto r = render_value(value, vars, is_shell_parameter(name), true)) {
+        partial[name] = std::move(r.value());
+      } else {
+        pending.push_back(name);
+      }
+    }
+    partial[kProbePending] = std::move(pending);
+    out.push_back({key, step.id, step.type, std::move(partial)});
   };
   // A step that needs the controller (delegated there, or copying a file
   // from there) is probed only where its conditions can hold: that costs a

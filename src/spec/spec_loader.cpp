@@ -1,5 +1,6 @@
 #include "gpuexpand/spec/spec_loader.hpp"
 
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -386,6 +387,28 @@ class SpecBuilder {
     slurm["mode"] = slurm.value("mode", std::string("dynamic"));
     slurm["gres_list"] = gres;
     slurm["feature_list"] = features;
+    // The node's GPU line in gres.conf (gres_conf: from_facts), less its
+    // NodeName= and File=, which come from the node and its facts: the
+    // GRES name and type from the spec's first gpu entry, and the count the
+    // device files found must match.
+    slurm["gpu_gres_conf"] = "";
+    slurm["gpu_gres_count"] = 0;
+    if (slurm.contains("gres") && slurm["gres"].is_array()) {
+      for (const auto& entry : slurm["gres"]) {
+        const std::string text = entry.is_string() ? entry.get<std::string>() : std::string();
+        if (text.rfind("gpu:", 0) != 0) continue;
+        const auto last = text.rfind(':');
+        const std::string type = last > 3 ? text.substr(4, last - 4) : std::string();
+        slurm["gpu_gres_conf"] = "Name=gpu" + (type.empty() ? std::string() : " Type=" + type);
+        long long count = 0;  // schema-checked digits; an absurd count stays 0 and fails the node's step
+        const std::string digits = text.substr(last + 1);
+        std::from_chars(digits.data(), digits.data() + digits.size(), count);
+        slurm["gpu_gres_count"] = count;
+        break;
+      }
+    }
+    slurm["gres_conf"] = slurm.value("gres_conf", std::string("from_facts"));
+    slurm["gres_from_facts"] = slurm["gres_conf"] == "from_facts" && !slurm["gpu_gres_conf"].get<std::string>().empty();
   }
 
   // PFC and ECN in the forms the rdma playbook's commands take: the lossless
@@ -511,6 +534,23 @@ class SpecBuilder {
                                                      ": a NodeName line without CPUs= and RealMemory= makes Slurm "
                                                      "assume 1 CPU and 1 MB (use what slurmd -C prints on the node)");
             }
+          }
+        }
+        // One gres.conf line per node covers all its GPUs with one type.
+        if (string_member(*slurm, "gres_conf").value_or("from_facts") == "from_facts" && slurm->contains("gres") &&
+            (*slurm)["gres"].is_array()) {
+          std::string gpu_entries;
+          int count = 0;
+          for (const auto& entry : (*slurm)["gres"]) {
+            if (entry.is_string() && entry.get<std::string>().rfind("gpu:", 0) == 0) {
+              gpu_entries += (count++ ? ", " : "") + entry.get<std::string>();
+            }
+          }
+          if (count > 1) {
+            error(at("/scheduler/slurm/gres"),
+                  "scheduler.slurm.gres names more than one gpu entry (" + gpu_entries +
+                      "): gres_conf: from_facts writes one gres.conf line for all of a node's GPUs, and the device "
+                      "files do not say which GPU is which type; use one entry, or gres_conf: controller");
           }
         }
         // A static node changes the controller's slurm.conf: every other

@@ -51,11 +51,12 @@ SlurmdTimeout=10
 SlurmctldParameters=enable_configless
 PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
-# Count-only GPU GRES is rejected (INVALID_REG); the stand-in driver
-# package provides /dev/nvidia0..7 on each node (LAB.md).
+# Count-only GPU GRES is rejected (INVALID_REG): each node needs a gpu line
+# naming its device files. gpuexpand writes one per node from the device
+# files it finds (scheduler.slurm.gres_conf: from_facts); the stand-in
+# driver package provides /dev/nvidia0..N-1 on each node (LAB.md).
 cat >/etc/slurm/gres.conf <<'CONF'
 AutoDetect=off
-Name=gpu File=/dev/nvidia[0-7]
 CONF
 chmod 0644 /etc/slurm/slurm.conf /etc/slurm/gres.conf
 

@@ -51,6 +51,8 @@ gxrun apply "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state"
 check "apply --until scheduler: exit 0" test "$rc" -eq 0
 check "the acceptance phase did not run" bash -c '! grep -q "  acceptance  " <<<"$1"' _ "$out"
 check "node-05 registered with its features and GRES" test "$(node_field node-05 AvailableFeatures) $(node_field node-05 Gres)" = "h200,lab gpu:8"
+check "node-05's gres.conf line on the controller, from its device files" \
+  ctl "grep -qxF 'NodeName=node-05 Name=gpu File=/dev/nvidia[0-7]' /etc/slurm/gres.conf"
 check "node-05 is in its maintenance reservation" eventually 10 in_maintenance node-05
 check "node-05 is not drained (the hold stands in for the registration drain)" \
   bash -c '! grep -q DRAIN <<<"$1"' _ "$(node_field node-05 State)"
@@ -124,6 +126,21 @@ check "node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N 
 check "slurmd is gone from node-06" on node-06 "inactive absent" \
   "echo \$(systemctl is-active slurmd 2>/dev/null || true) \$(dpkg-query -W -f='\${db:Status-Abbrev}' slurmd 2>/dev/null | grep -q '^ii' && echo present || echo absent)"
 check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-05 State)"
+check "node-06's gres.conf line is gone from the controller, node-05's stays" \
+  test "$(ctl "grep -c '^NodeName=node-0[56] ' /etc/slurm/gres.conf; grep -c '^NodeName=node-05 ' /etc/slurm/gres.conf")" = "$(printf '1\n1')"
+
+# ---------------------------------------------------------------- GPUs that do not match
+# node-06 with 4 of its 8 GPUs (the stand-in driver's COUNT): the spec's
+# gpu:8 no longer matches what is there; the phase fails before any
+# gres.conf line or slurmd, and names both counts.
+"$lab" ssh node-06 -- "sed -i 's/^COUNT=.*//' /etc/nvidia-lab.conf && echo COUNT=4 >> /etc/nvidia-lab.conf && rm -f /dev/nvidia[4-7]" </dev/null
+gxrun apply "$work/lab.yaml" --limit node-06 --until scheduler --state "$state"
+check "4 GPUs against gpu:8: exit 3" test "$rc" -eq 3
+check "  the step names both counts" \
+  grep -q "node-06 has 4 GPU device files (/dev/nvidia0 /dev/nvidia1 /dev/nvidia2 /dev/nvidia3) but scheduler.slurm.gres counts 8 GPUs" <<<"$out"
+check "  no line for node-06 on the controller" bash -c '! "$1" ssh ctl -- grep -q "^NodeName=node-06 " /etc/slurm/gres.conf </dev/null' _ "$lab"
+check "  node-06 not in sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
+"$lab" ssh node-06 -- "sed -i 's/^COUNT=4$/COUNT=8/' /etc/nvidia-lab.conf && /usr/lib/nvidia-lab/nvidia-lab-load" </dev/null
 
 # ---------------------------------------------------------------- static node
 # node-06 again, now as a static node: its NodeName line is written into the
@@ -132,7 +149,7 @@ check "node-05 is unaffected" bash -c '[[ $1 == IDLE* ]]' _ "$(node_field node-0
 # A static line names the node's hardware (lab nodes: 2 CPUs, ~24 GB).
 sed 's/^      mode: dynamic$/      mode: static\n      cpus: 2\n      real_memory_mb: 1024/' "$work/lab.yaml" >"$work/static.yaml"
 line='NodeName=node-06 NodeAddr=198.18.0.16 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab'
-conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf")
+conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf")
 gxrun apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state"
 check "static: apply --until scheduler: exit 0" test "$rc" -eq 0
 check "static: the controller's slurm.conf has node-06's line" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
@@ -174,18 +191,22 @@ check "  node-06 still in service (the rollback waited for it)" in_service node-
 gxrun rollback "$work/static.yaml" --node node-06 --to monitoring --state "$state"
 check "static: rollback --to monitoring: exit 0" test "$rc" -eq 0
 check "static: node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
-check "static: the controller's slurm.conf is as before, byte for byte" test "$(ctl "sha256sum /etc/slurm/slurm.conf")" = "$conf_before"
+check "static: the controller's slurm.conf and gres.conf are as before, byte for byte" \
+  test "$(ctl "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf")" = "$conf_before"
 
 # ---------------------------------------------------------------- configless: false
-# node-06 as a dynamic node that keeps copies of the controller's slurm.conf
-# and gres.conf (read there when they differ) and runs slurmd without
-# --conf-server.
+# node-06 as a dynamic node that keeps a copy of the controller's slurm.conf
+# (read there when it differs), has its own gres.conf from its device
+# files, and runs slurmd without --conf-server.
 sed 's/^      mode: dynamic$/&\n      configless: false/' "$work/lab.yaml" >"$work/local-conf.yaml"
-sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf" | cut -d' ' -f1); }
+sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf" | cut -d' ' -f1); }
 on_node06() { "$lab" ssh node-06 -- "$1" </dev/null; }
 gxrun apply "$work/local-conf.yaml" --limit node-06 --state "$state"
 check "configless false: apply exit 0" test "$rc" -eq 0
-check "  node-06 has the controller's slurm.conf and gres.conf" test "$(sums on_node06)" = "$(sums ctl)"
+check "  node-06 has the controller's slurm.conf" test "$(sums on_node06)" = "$(sums ctl)"
+check "  and its own gres.conf line from its device files" \
+  test "$(on_node06 'grep -v "^#" /etc/slurm/gres.conf')" = 'NodeName=node-06 Name=gpu File=/dev/nvidia[0-7]'
+check "  and no line on the controller" bash -c '! "$1" ssh ctl -- grep -q "^NodeName=node-06 " /etc/slurm/gres.conf </dev/null' _ "$lab"
 check "  slurmd runs without --conf-server" \
   bash -c '[[ -n $1 && $1 != *--conf-server* ]]' _ "$(on_node06 'tr "\0" " " </proc/$(systemctl show -p MainPID --value slurmd)/cmdline')"
 check "  node-06 idle in Slurm" test "$(ctl "sinfo -N -h -n node-06 -o %t")" = idle

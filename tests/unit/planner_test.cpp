@@ -12,6 +12,7 @@
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/plan/predict.hpp"
 #include "gpuexpand/plan/step_decisions.hpp"
+#include "gpuexpand/facts/probe.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand {
@@ -61,6 +62,32 @@ NodePlan plan_one(const std::string& defaults_yaml, const std::string& steps_yam
 }
 
 using Lines = std::vector<std::string>;
+
+// Before the facts are in, a step whose parameters read them is probed for
+// what renders (a file's path); a check that does not render is left out,
+// never sent as an empty check that would pass. With the facts, it renders.
+TEST(Planner, StepsToProbeBeforeAndAfterTheFacts) {
+  static ClusterSpec spec;
+  spec = spec_with("  os: {}\n");
+  ASSERT_FALSE(spec.nodes.empty());
+  const auto set = phase_with(
+      "  - {id: f, type: file, path: /etc/gpus.conf, content: '{{ facts.gpus.gres_file }}'}\n"
+      "  - {id: c, type: command, check: 'test {{ facts.gpus.count }} -gt 0', run: 'true', rollback: 'true'}\n"
+      "  - {id: d, type: command, check: 'test {{ facts.gpus.count }} -gt 0', run: 'true', rollback: 'true',\n"
+      "     delegate_to: controller}\n");
+  const FactsRequest before = facts_request_for(steps_to_probe(spec, spec.nodes[0], set));
+  EXPECT_EQ(before.files, (std::set<std::string>{"/etc/gpus.conf"}));
+  EXPECT_TRUE(before.checks.empty());
+  EXPECT_TRUE(before.controller_checks.empty());
+  EXPECT_EQ(before.controller_unresolved.count("d"), 1u);
+  EXPECT_TRUE(before.needs_controller());
+  json facts = base_facts();
+  facts["gpus"] = {{"count", 8}};
+  const FactsRequest after = facts_request_for(steps_to_probe(spec, spec.nodes[0], set, &facts));
+  EXPECT_EQ(after.checks, (std::map<std::string, std::string>{{"c", "test 8 -gt 0"}}));
+  EXPECT_EQ(after.controller_checks, (std::map<std::string, std::string>{{"d", "test 8 -gt 0"}}));
+  EXPECT_TRUE(after.controller_unresolved.empty());
+}
 
 TEST(Planner, Hostname) {
   const std::string step = "  - {id: hostname, type: hostname, name: '{{ node.name }}'}\n";

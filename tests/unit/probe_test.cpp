@@ -149,6 +149,7 @@ TEST(ProbeParser, CapturedSections) {
       "Id=slurmd.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n"
       "\n@@gpx:modules\nnvidia_peermem\nib_ipoib\n"
       "\n@@gpx:nvidia-query\n@@missing\n"
+      "\n@@gpx:gpu-device-files\n/dev/nvidia1\n/dev/nvidia0\n/dev/nvidia10\n/dev/nvidia2\n/dev/nvidia-x1\n"
       "\n@@gpx:ip-link\n[{\"ifname\":\"lo\",\"mtu\":65536,\"operstate\":\"UNKNOWN\"},{\"ifname\":\"bond0\",\"mtu\":9000,"
       "\"operstate\":\"UP\",\"address\":\"aa:bb:cc:dd:ee:ff\",\"linkinfo\":{\"info_kind\":\"bond\",\"info_data\":{\"mode\":"
       "\"802.3ad\"}}},{\"ifname\":\"ens1\",\"mtu\":9000,\"operstate\":\"UP\",\"master\":\"bond0\"}]\n"
@@ -185,6 +186,10 @@ TEST(ProbeParser, CapturedSections) {
   EXPECT_EQ(f["services"]["slurmd"], json::parse(R"({"exists":false})"));
   EXPECT_EQ(f["kernel_modules"]["loaded"], json::parse(R"(["nvidia_peermem","ib_ipoib"])"));
   EXPECT_EQ(f["gpus"]["error"], "nvidia-smi is not installed");
+  // Device files are found without nvidia-smi; numeric order, then folded
+  // for gres.conf's File=.
+  EXPECT_EQ(f["gpus"]["device_files"], json::parse(R"(["/dev/nvidia0","/dev/nvidia1","/dev/nvidia2","/dev/nvidia10"])"));
+  EXPECT_EQ(f["gpus"]["gres_file"], "/dev/nvidia[0-2,10]");
   EXPECT_EQ(f["network"]["interfaces"][1]["bond"], json::parse(R"({"members":["ens1"],"mode":"802.3ad"})"));
   EXPECT_EQ(f["network"]["interfaces"][1]["addresses"], json::parse(R"(["10.1.0.5/24"])"));
   EXPECT_EQ(f["mounts"][1]["target"], "/mnt/my data");

@@ -34,7 +34,7 @@ class SchedulerPlaybook : public ::testing::Test {
   void SetUp() override {
     dir_ = "/tmp/gpx-sched-" + std::to_string(::getpid());
     ASSERT_EQ(std::system(("mkdir -p " + dir_ + "/home/.gpuexpand/infer-west " + dir_ + "/home/.gpuexpand-lab " + dir_ +
-                           "/bin " + dir_ + "/etc " + dir_ + "/run " + dir_ + "/var")
+                           "/bin " + dir_ + "/etc " + dir_ + "/run " + dir_ + "/var " + dir_ + "/dev")
                               .c_str()),
               0);
     std::ofstream(dir_ + "/home/.gpuexpand/infer-west/join-token") << kToken << "\n";
@@ -131,9 +131,11 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
                       "Feature=h200,lab State=DRAIN\" $SLURMD_OPTIONS\n"),
             std::string::npos)
       << unit;
-  // Without static nodes the controller is never needed: the step
-  // delegated there is not even probed.
-  EXPECT_TRUE(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.empty());
+  // Without static nodes the controller is asked only about the node's
+  // gres.conf line: the static node's step is not even probed.
+  const FactsRequest request = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks()));
+  EXPECT_EQ(request.controller_checks.size(), 1u);
+  EXPECT_EQ(request.controller_checks.count("slurm-gres-line"), 1u);
   const std::string registration = step(steps, "slurm-registration").params["run"];
   EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << registration;
   EXPECT_NE(registration.find("flags=maint,ignore_jobs"), std::string::npos);
@@ -273,15 +275,17 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   for (const auto& s : steps) EXPECT_NE(s.id, "slurmd-dynamic") << "one slurmd drop-in per mode";
 
   // The facts request sends the check to the controller, not to the node.
-  EXPECT_EQ(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.size(), 1u);
+  EXPECT_EQ(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.size(), 2u)
+      << "the node's line in slurm.conf and in gres.conf";
   const FactsRequest request = facts_request_for(steps);
   EXPECT_EQ(request.controller_checks.count("slurm-static-node"), 1u);
   EXPECT_EQ(request.checks.count("slurm-static-node"), 0u);
   EXPECT_EQ(probe_script(request).find("slurm.conf"), std::string::npos);
   // And the rollback is the controller's, kept apart in the checkpoint manifest.
   const PhaseTouch touch = PhaseTouch::from_json(phase_touch(steps).to_json());
-  ASSERT_EQ(touch.controller_rollbacks.size(), 1u);
+  ASSERT_EQ(touch.controller_rollbacks.size(), 2u);
   EXPECT_EQ(touch.controller_rollbacks[0], node_line.params["rollback"]);
+  EXPECT_EQ(touch.controller_rollbacks[1], step(steps, "slurm-gres-line").params["rollback"]);
   for (const auto& r : touch.command_rollbacks) EXPECT_EQ(r.find("slurm.conf"), std::string::npos);
 
   const std::string conf = dir_ + "/etc/slurm.conf";
@@ -340,6 +344,159 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
   EXPECT_EQ(testing::read_file(log).find("create reservation"), std::string::npos);
   ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + node_line.params["rollback"].get<std::string>()).first, 0);
   EXPECT_EQ(testing::read_file(conf), original + old_line);
+}
+
+// gres_conf: from_facts (the default): the node's gres.conf line comes from
+// the GPU device files its facts found. Configless, it is a line in the
+// controller's gres.conf, rendered with the node's facts before the
+// controller is asked; gpuexpand owns only NodeName=NODE lines and refuses
+// a gres.conf where another gpu line would apply to the node as well.
+TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
+  std::string text = testing::read_source_file("examples/lab-rack.yaml");
+  const size_t at = text.find("gres: [\"gpu:8\"]");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, std::string("gres: [\"gpu:8\"]").size(), "gres: [\"gpu:h200:4\", \"nic:2\"]");
+  std::ofstream(dir_ + "/four.yaml") << text;
+  auto loaded = load_spec_file(dir_ + "/four.yaml", testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  spec_ = *loaded.spec;
+  json facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"), testing::schema("facts-file"),
+                               testing::schema("facts"))
+                   .value()
+                   .begin()
+                   ->second;
+  facts["gpus"]["device_files"] = {"/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"};
+  facts["gpus"]["gres_file"] = "/dev/nvidia[0-3]";
+  EXPECT_TRUE(testing::schema("facts").validate_json(facts).empty());
+
+  // Probing before the facts are in still knows the controller is needed;
+  // the check it is asked is the one rendered with the node's facts.
+  const auto& node = spec_.nodes[0];
+  EXPECT_TRUE(facts_request_for(steps_to_probe(spec_, node, testing::playbooks())).needs_controller());
+  const FactsRequest asked = controller_request_for(spec_, node, testing::playbooks(), facts);
+  ASSERT_EQ(asked.controller_checks.count("slurm-gres-line"), 1u);
+  EXPECT_EQ(asked.controller_checks.at("slurm-gres-line").rfind(
+                "N=node-01; G='Name=gpu Type=h200'; F='/dev/nvidia[0-3]'\n", 0),
+            0u)
+      << asked.controller_checks.at("slurm-gres-line");
+
+  plan_ = plan_node(spec_, node, testing::playbooks(), &facts);
+  std::vector<ResolvedStep> steps;
+  for (const auto& phase : plan_.phases) {
+    if (phase.phase == "scheduler") steps = phase.steps;
+  }
+  const auto& gres_line = step(steps, "slurm-gres-line");
+  EXPECT_TRUE(delegated_to_controller(gres_line));
+  EXPECT_EQ(asked.controller_checks.at("slurm-gres-line"), gres_line.params["check"]);
+  for (const auto& s : steps) EXPECT_NE(s.id, "gres-conf-node") << "configless: no gres.conf on the node";
+
+  // The node-side guard: as many device files as the spec's GRES counts.
+  std::string guard = step(steps, "gpu-gres-devices").params["check"];
+  guard.replace(guard.find("/dev/nvidia[0-9]*"), std::string("/dev/nvidia").size(), dir_ + "/dev/nvidia");
+  guard.replace(guard.find("${f#/dev/nvidia}"), std::string("${f#/dev/nvidia}").size(), "${f#" + dir_ + "/dev/nvidia}");
+  for (int i = 0; i < 4; ++i) std::ofstream(dir_ + "/dev/nvidia" + std::to_string(i)).put('\n');
+  std::ofstream(dir_ + "/dev/nvidiactl").put('\n');
+  EXPECT_EQ(run(guard).first, 0);
+  std::remove((dir_ + "/dev/nvidia3").c_str());
+  auto [lost_rc, lost] = run(guard);
+  EXPECT_EQ(lost_rc, 1);
+  EXPECT_NE(lost.find("node-01 has 3 GPU device files (" + dir_ + "/dev/nvidia0 " + dir_ + "/dev/nvidia1 " + dir_ +
+                      "/dev/nvidia2) but scheduler.slurm.gres counts 4 GPUs"),
+            std::string::npos)
+      << lost;
+
+  // On the controller (stand-in scontrol): the line is added, other
+  // nodes' lines kept byte for byte; run again, nothing changes.
+  const std::string conf = dir_ + "/etc/gres.conf", log = dir_ + "/ctl.log";
+  tool("scontrol", "echo \"scontrol $*\" >> " + log +
+                       "\ncase \"$1 $3\" in\n'show node-0[1-2]') echo node-01; echo node-02 ;;\n"
+                       "show*) echo \"$3\" ;;\nesac");
+  const std::string original = "AutoDetect=off\nNodeName=node-010 Name=gpu File=/dev/nvidia[0-7]  # other rack\n"
+                               "Name=nic Count=2\n";
+  std::ofstream(conf) << original;
+  const std::string line = "NodeName=node-01 Name=gpu Type=h200 File=/dev/nvidia[0-3]\n";
+  const std::string run7 = "GPUEXPAND_RUN_ID=7\n" + gres_line.params["run"].get<std::string>();
+  const std::string check = gres_line.params["check"];
+  EXPECT_EQ(run(check).first, 1);
+  auto [rc, out] = run(run7);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(testing::read_file(conf), original + line);
+  EXPECT_EQ(testing::read_file(log), "scontrol show hostnames node-010\nscontrol reconfigure\n");
+  EXPECT_EQ(run(check).first, 0);
+  std::ofstream(log, std::ios::trunc).close();
+  ASSERT_EQ(run(run7).first, 0);
+  EXPECT_EQ(testing::read_file(conf), original + line);
+  EXPECT_EQ(testing::read_file(log).find("reconfigure"), std::string::npos) << "unchanged: no reconfigure";
+
+  // Its rollback puts back what was there; a rollback of a run that never
+  // got to the controller stops that run from changing it later.
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=7\n" + gres_line.params["rollback"].get<std::string>()).first, 0);
+  EXPECT_EQ(testing::read_file(conf), original);
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=8\n" + gres_line.params["rollback"].get<std::string>()).first, 0);
+  auto [late_rc, late] = run("GPUEXPAND_RUN_ID=8\n" + gres_line.params["run"].get<std::string>());
+  EXPECT_EQ(late_rc, 1);
+  EXPECT_NE(late.find("run 8 was rolled back"), std::string::npos) << late;
+  EXPECT_EQ(testing::read_file(conf), original);
+
+  // An operator's own line for the node is replaced, and comes back on
+  // rollback.
+  const std::string hand = "NodeName=node-01 Name=gpu File=/dev/nvidia[0-7]\n";
+  std::ofstream(conf, std::ios::trunc) << original << hand;
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + gres_line.params["run"].get<std::string>()).first, 0);
+  EXPECT_EQ(testing::read_file(conf), original + line);
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + gres_line.params["rollback"].get<std::string>()).first, 0);
+  EXPECT_EQ(testing::read_file(conf), original + hand);
+
+  // Refused: gpu lines that would apply to node-01 too.
+  for (const std::string other : {"Name=gpu File=/dev/nvidia[0-7]", "name=GPU Type=h200 File=/dev/nvidia0",
+                                  "NodeName=node-0[1-2] Name=gpu File=/dev/nvidia[0-7]"}) {
+    std::ofstream(conf, std::ios::trunc) << original << other << "\n";
+    auto [refused_rc, refused] = run("GPUEXPAND_RUN_ID=10\n" + gres_line.params["run"].get<std::string>());
+    EXPECT_EQ(refused_rc, 1) << other;
+    EXPECT_NE(refused.find("gres.conf on the controller already has a gpu line for node-01: '" + other + "'"),
+              std::string::npos)
+        << refused;
+    EXPECT_EQ(testing::read_file(conf), original + other + "\n");
+  }
+
+  // configless: false: the node's own gres.conf, from the same facts;
+  // gres_conf: controller keeps the controller's file as it is.
+  text.replace(text.find("      mode: dynamic"), std::string("      mode: dynamic").size(),
+               "      mode: dynamic\n      configless: false");
+  std::ofstream(dir_ + "/local.yaml") << text;
+  loaded = load_spec_file(dir_ + "/local.yaml", testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  spec_ = *loaded.spec;
+  plan_ = plan_node(spec_, spec_.nodes[0], testing::playbooks(), &facts);
+  steps.clear();
+  for (const auto& phase : plan_.phases) {
+    if (phase.phase == "scheduler") steps = phase.steps;
+  }
+  EXPECT_EQ(step(steps, "gres-conf-node").params["content"],
+            "# Managed by gpuexpand: this node's GPUs as found on it (scheduler.slurm.gres_conf: from_facts).\n"
+            "NodeName=node-01 Name=gpu Type=h200 File=/dev/nvidia[0-3]\n");
+  for (const auto& s : steps) {
+    EXPECT_NE(s.id, "slurm-gres-line");
+    EXPECT_NE(s.id, "gres-conf");
+  }
+  text.replace(text.find("      configless: false"), std::string("      configless: false").size(),
+               "      configless: false\n      gres_conf: controller");
+  std::ofstream(dir_ + "/keep.yaml") << text;
+  loaded = load_spec_file(dir_ + "/keep.yaml", testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  spec_ = *loaded.spec;
+  EXPECT_EQ(step(scheduler_steps(dir_ + "/keep.yaml"), "gres-conf").params["src_host"], "controller");
+
+  // Two gpu types cannot be told apart by device files: refused.
+  text.replace(text.find("\"nic:2\""), 7, "\"gpu:a100:4\"");
+  text.replace(text.find("\n      gres_conf: controller"), std::string("\n      gres_conf: controller").size(), "");
+  std::ofstream(dir_ + "/two.yaml") << text;
+  auto two = load_spec_file(dir_ + "/two.yaml", testing::schema("cluster"));
+  EXPECT_FALSE(two.spec);
+  EXPECT_NE(testing::diagnostics_text(two).find(
+                "scheduler.slurm.gres names more than one gpu entry (gpu:h200:4, gpu:a100:4)"),
+            std::string::npos)
+      << testing::diagnostics_text(two);
 }
 
 // configless: false (dynamic nodes): the node keeps copies of the

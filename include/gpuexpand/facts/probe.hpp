@@ -31,11 +31,22 @@ struct FactsRequest {
   // Files copy steps fetch from the controller (src_host: controller): their
   // digests there become facts["controller_files"].
   std::set<std::string> controller_files;
-  bool needs_controller() const { return !controller_checks.empty() || !controller_files.empty(); }
+  // Delegated steps whose checks need the node's facts: rendered again
+  // with them before the controller is asked (controller_request_for).
+  std::map<std::string, std::string> controller_unresolved;
+  bool needs_controller() const {
+    return !controller_checks.empty() || !controller_files.empty() || !controller_unresolved.empty();
+  }
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
 };
 
 FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps);
+
+// What the controller is asked for a node once the node's own facts are
+// in: the delegated checks rendered with those facts (a gres.conf line
+// names the node's GPU device files), and the files copied from there.
+FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                    const nlohmann::json& node_facts);
 
 // The script for `sh -s`. Every requested value is shell-quoted.
 std::string probe_script(const FactsRequest& request);

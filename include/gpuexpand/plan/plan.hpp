@@ -94,11 +94,15 @@ Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& node
 // matches.
 std::string decision_facts_digest(const nlohmann::json& facts);
 
-// Every step instance of every phase rendered against the node's spec
-// alone, ignoring `when` (conditions may depend on facts not gathered yet):
-// what the facts probe must look at. Steps that cannot be rendered without
-// facts are left out.
-std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks);
+// Every step instance of every phase rendered against the node's spec (and
+// `facts` once gathered), ignoring `when` (conditions may depend on facts
+// not gathered yet): what the facts probe must look at. A parameter that
+// cannot be rendered yet is left out and its name listed under
+// kProbePending. Steps for the controller are rendered again with the
+// node's facts before the controller is asked (facts/gather.hpp).
+inline constexpr const char* kProbePending = "probe_pending";
+std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                         const nlohmann::json* facts = nullptr);
 
 // The versioned plan document (schemas/plan.schema.json).
 nlohmann::json plan_to_json(const Plan& plan);
