@@ -173,7 +173,9 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
   // $GPUEXPAND_CHECKPOINT.
   if (!touch.command_rollbacks.empty()) s += "export GPUEXPAND_CHECKPOINT=\"$d\"\n";
   for (auto it = touch.command_rollbacks.rbegin(); it != touch.command_rollbacks.rend(); ++it) {
-    s += "( " + *it + " ) || fail " + q("command rollback failed: " + *it) + "\n";
+    // On lines of their own: a rollback that ends in a comment must not
+    // comment out the closing parenthesis.
+    s += "(\n" + *it + "\n) || fail " + q("command rollback failed: " + *it) + "\n";
   }
   if (!touch.packages.empty()) {
     // Back to the versions the checkpoint saw: downgrade or upgrade what was

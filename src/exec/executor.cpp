@@ -258,6 +258,9 @@ class Execution {
         return;
       }
       if (needs_controller(run, phase)) {
+        // Facts for planning now, even right after a phase was verified:
+        // the answer must plan again, not verify that phase a second time.
+        run.stage = Stage::Probing;
         ask_controller(run);  // then plans again, with the controller's facts
         return;
       }

@@ -157,7 +157,8 @@ TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
   PhaseTouch touch;
   touch.files = {kept, fresh};
   touch.directories = {dir};
-  touch.command_rollbacks = {"echo undo-1 >> " + base + "/log", "echo undo-2 >> " + base + "/log"};
+  // The second ends in a comment, which must not swallow what follows it.
+  touch.command_rollbacks = {"echo undo-1 >> " + base + "/log", "echo undo-2 >> " + base + "/log  # newest"};
   const std::string root = base + "/checkpoints";
 
   auto taken = run_sh(checkpoint_script(7, "os-init", touch, root));
