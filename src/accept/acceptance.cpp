@@ -1,6 +1,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 #include <sstream>
 
@@ -63,6 +64,14 @@ std::string ipv4_of(const json& facts, const std::string& name) {
     }
   }
   return "";
+}
+
+size_t active_rdma_ports(const json& facts) {
+  size_t n = 0;
+  for (const auto& port : member(member(facts, "network"), "rdma")) {
+    n += text(port, "state") == "active" && !text(port, "device").empty() ? 1u : 0u;
+  }
+  return n;
 }
 
 // The GPU count a Slurm GRES list promises ("gpu:8", "gpu:h200:8"), or -1.
@@ -289,8 +298,11 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
       out.push_back(result("network", "fail", "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
     } else {
       if (rdma_pairs(facts).empty()) {
-        out.push_back(
-            result("network", "skip", "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between"));
+        out.push_back(result("network", "skip",
+                             active_rdma_ports(facts) < 2
+                                 ? "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between"
+                                 : "ib_write_bw: no two active RDMA ports share a link layer and subnet (rails on "
+                                   "separate subnets reach each other only between nodes): no pair inside the node"));
       }
     }
     if (member(facts, "gpus").is_object() && number(member(facts, "gpus"), "count", 0) < 2) {
@@ -306,12 +318,55 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
   return out;
 }
 
+namespace {
+
+// "10.0.1.7/24" -> "10.0.1.0/24"; "" for anything else.
+std::string ipv4_subnet(const std::string& address) {
+  unsigned a = 0, b = 0, c = 0, d = 0, bits = 0;
+  char slash = 0;
+  std::istringstream in(address);
+  char dot1 = 0, dot2 = 0, dot3 = 0;
+  if (!(in >> a >> dot1 >> b >> dot2 >> c >> dot3 >> d >> slash >> bits) || dot1 != '.' || dot2 != '.' ||
+      dot3 != '.' || slash != '/' || a > 255 || b > 255 || c > 255 || d > 255 || bits > 32) {
+    return "";
+  }
+  const std::uint32_t ip = (a << 24) | (b << 16) | (c << 8) | d;
+  const std::uint32_t mask = bits == 0 ? 0 : ~std::uint32_t{0} << (32 - bits);
+  const std::uint32_t net = ip & mask;
+  return std::to_string(net >> 24) + "." + std::to_string((net >> 16) & 255) + "." + std::to_string((net >> 8) & 255) +
+         "." + std::to_string(net & 255) + "/" + std::to_string(bits);
+}
+
+// Which ports can reach each other inside the node: InfiniBand ports under
+// one subnet manager (rails with their own SM are separate fabrics), RoCE
+// ports whose netdevs share an IPv4 subnet (rail-optimized RoCE puts each
+// rail on its own subnet, routed only between nodes).
+std::string rdma_reach_group(const json& facts, const json& port) {
+  const std::string layer = text(port, "link_layer", "");
+  if (layer == "infiniband" && port.contains("sm_lid") && !port["sm_lid"].is_null()) {
+    return layer + " sm " + port["sm_lid"].dump();
+  }
+  if (layer == "ethernet" && !text(port, "netdev").empty()) {
+    for (const auto& i : member(member(facts, "network"), "interfaces")) {
+      if (text(i, "name") != text(port, "netdev")) continue;
+      for (const auto& a : member(i, "addresses")) {
+        if (std::string subnet = ipv4_subnet(a.is_string() ? a.get<std::string>() : ""); !subnet.empty()) {
+          return layer + " " + subnet;
+        }
+      }
+    }
+  }
+  return layer;
+}
+
+}  // namespace
+
 RdmaPairs rdma_pairs(const json& facts) {
-  // link layer -> its active ports, sorted by device and port
+  // reach group -> its active ports, sorted by device and port
   std::map<std::string, std::set<std::pair<std::string, long>>> by_layer;
   for (const auto& port : member(member(facts, "network"), "rdma")) {
     if (text(port, "state") != "active" || text(port, "device").empty()) continue;
-    by_layer[text(port, "link_layer", "")].insert({text(port, "device"), number(port, "port", 1)});
+    by_layer[rdma_reach_group(facts, port)].insert({text(port, "device"), number(port, "port", 1)});
   }
   RdmaPairs pairs;
   for (const auto& [layer, set] : by_layer) {

@@ -11,6 +11,7 @@
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "test_support.hpp"
 
@@ -314,6 +315,52 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   ASSERT_EQ(from_facts.size(), 1u);
   EXPECT_EQ(from_facts[0].detail, "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between");
   EXPECT_TRUE(facts_checks(s, facts).empty()) << "a pair: ib_write_bw runs in the script, not skipped here";
+}
+
+// Only ports that can reach each other inside the node are paired: RoCE
+// rails on separate IPv4 subnets (rail-optimized) reach each other only
+// between nodes; InfiniBand ports under different subnet managers are
+// separate fabrics.
+TEST(RdmaPairs, OnlyPortsThatReachEachOtherInsideTheNode) {
+  auto roce = [](const std::string& device, const std::string& netdev) {
+    return json{{"device", device}, {"port", 1}, {"state", "active"}, {"link_layer", "ethernet"}, {"netdev", netdev}};
+  };
+  auto interface = [](const std::string& name, const std::string& address) {
+    return json{{"name", name}, {"addresses", {"fe80::1/64", address}}};
+  };
+  json rails = {{"network",
+                 {{"rdma", {roce("mlx5_0", "ens1np0"), roce("mlx5_1", "ens2np0"), roce("mlx5_2", "ens3np0")}},
+                  {"interfaces",
+                   {interface("ens1np0", "10.0.0.5/24"), interface("ens2np0", "10.0.1.5/24"),
+                    interface("ens3np0", "10.0.2.5/24")}}}}};
+  EXPECT_TRUE(rdma_pairs(rails).empty());
+  const json s = {{"node", "node-01"}, {"checks", {"network"}}, {"rdma", "roce"}};
+  const auto skipped = facts_checks(s, rails);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].status, "skip");
+  EXPECT_EQ(skipped[0].detail,
+            "ib_write_bw: no two active RDMA ports share a link layer and subnet (rails on separate subnets reach "
+            "each other only between nodes): no pair inside the node");
+
+  // Two on one /16 (10.0.1.5 and 10.0.200.9), one elsewhere.
+  rails["network"]["interfaces"][0]["addresses"][1] = "10.0.200.9/16";
+  rails["network"]["interfaces"][1]["addresses"][1] = "10.0.1.5/16";
+  EXPECT_EQ(rdma_pairs(rails), (RdmaPairs{{{"mlx5_0", 1}, {"mlx5_1", 1}}}));
+
+  auto ib = [](const std::string& device, int sm) {
+    return json{{"device", device}, {"port", 1}, {"state", "active"}, {"link_layer", "infiniband"}, {"sm_lid", sm}};
+  };
+  const json fabrics = {{"network", {{"rdma", {ib("mlx5_0", 1), ib("mlx5_1", 7), ib("mlx5_2", 1), ib("mlx5_3", 7)}}}}};
+  EXPECT_EQ(rdma_pairs(fabrics), (RdmaPairs{{{"mlx5_0", 1}, {"mlx5_2", 1}}, {{"mlx5_1", 1}, {"mlx5_3", 1}}}));
+
+  // A real H100 server (tests/fixtures/tool-output/SOURCES.md): eight NDR
+  // HCAs under one subnet manager pair up; its Ethernet ports are down.
+  auto ports = parse_ibstat(testing::read_file(
+      testing::source_path("tests/fixtures/tool-output/ibstat-cx7-ib-ndr400-h100x8-3eth-down.txt")));
+  ASSERT_TRUE(ports) << ports.error().message;
+  const RdmaPairs real = rdma_pairs({{"network", {{"rdma", *ports}}}});
+  EXPECT_EQ(real.size(), 4u);
+  for (const auto& [a, b] : real) EXPECT_NE(a.device, b.device);
 }
 
 // all_reduce_perf over the node's GPUs where nccl-tests is installed, read

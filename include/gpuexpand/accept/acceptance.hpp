@@ -54,8 +54,11 @@ using PingPeers = std::map<std::string, std::string>;
 PingPeers ping_peers(const nlohmann::json& settings, const std::vector<const nlohmann::json*>& others);
 
 // For ib_write_bw: pairs of the node's active RDMA ports (facts
-// network.rdma), by link layer (an InfiniBand HCA is not paired with a RoCE
-// NIC), sorted: (p0,p1), (p2,p3), …, an odd last one with p0. Each pair runs
+// network.rdma) that can reach each other: of one link layer (an
+// InfiniBand HCA is not paired with a RoCE NIC), InfiniBand ports under one
+// subnet manager (sm_lid), RoCE ports whose netdevs share an IPv4 subnet
+// (rail-optimized fabrics put each rail on its own); sorted: (p0,p1),
+// (p2,p3), …, an odd last one with p0. Each pair runs
 // RDMA writes from one HCA to the other, through the fabric (the HCAs are
 // separate ports on the switch); no other node is involved.
 struct RdmaPort {
