@@ -1,0 +1,139 @@
+// The executor's state machine against a scripted runner: a simulated node
+// and controller whose check results follow what has been run, so the
+// order of probes, controller questions, phases and verifications shows.
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <functional>
+#include <regex>
+#include <set>
+
+#include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/playbook/playbook.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+// Answers each command with `answer(endpoint, request)`, one at a time, in
+// the order submitted (callbacks may submit more).
+class ScriptedRunner final : public CommandRunner {
+ public:
+  using Answer = std::function<CommandOutcome(size_t, const CommandRequest&)>;
+  explicit ScriptedRunner(Answer answer) : answer_(std::move(answer)) {}
+  void submit(size_t node, CommandRequest request, Callback done) override {
+    queue_.push_back({node, std::move(request), std::move(done)});
+  }
+  void run() override {
+    while (!queue_.empty()) {
+      auto job = std::move(queue_.front());
+      queue_.pop_front();
+      job.done(answer_(job.node, job.request));
+    }
+  }
+
+ private:
+  struct Job {
+    size_t node;
+    CommandRequest request;
+    Callback done;
+  };
+  Answer answer_;
+  std::deque<Job> queue_;
+};
+
+class PhaseLog final : public RunJournal {
+ public:
+  void phase_started(const std::string&, const std::string&) override {}
+  void phase_finished(const PhaseRecord& r) override { finished.push_back(r.phase + " " + r.status); }
+  void checkpoint_taken(const std::string&, const std::string&, const std::string&, const json&) override {}
+  void checkpoint_restored(const std::string&, const std::string&) override {}
+  void checks_recorded(const std::string&, const std::vector<CheckResult>&) override {}
+  void node_finished(const std::string&, NodeResult, const std::string&) override {}
+  void batch_stopped(const std::string&) override {}
+  std::vector<std::string> finished;
+};
+
+Phase phase(const std::string& name, int order, const std::string& steps) {
+  std::vector<Diagnostic> diagnostics;
+  auto loaded = load_playbook_text("phase: " + name + "\norder: " + std::to_string(order) + "\nsteps:\n" + steps,
+                                   name + ".yaml", testing::schema("playbook"), diagnostics);
+  EXPECT_TRUE(loaded) << (diagnostics.empty() ? "" : diagnostics.front().to_string());
+  return loaded ? *loaded : Phase{};
+}
+
+CommandOutcome ok(std::string out = "") {
+  CommandOutcome o;
+  o.exit_code = 0;
+  o.out = std::move(out);
+  return o;
+}
+
+// A phase applied on the node, then one whose step runs on the controller
+// (named like the real ones: the loader knows only those):
+// the controller is asked right after the first phase is verified. Its
+// answer must lead to planning the second phase, not to verifying the
+// first again (which skipped the second: a lab apply stopped after
+// monitoring once the scheduler phase had a delegated step).
+TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
+  auto loaded = testing::load_spec(testing::minimal_spec(
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      controller_address: 10.0.0.9\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("monitoring", 5, "  - {id: a, type: command, check: check-a, run: run-a, rollback: 'true'}\n"));
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: b, type: command, check: check-b, run: run-b, rollback: 'true',\n"
+                                   "     delegate_to: controller}\n"));
+
+  std::set<std::string> done;  // the runs that happened, on either host
+  std::vector<std::string> asked;  // "node probe", "ctl checks", "node run-a", …
+  const std::regex check_key(R"(m check '([^']+)')");
+  auto checks_output = [&](const std::string& script) {
+    std::string out;
+    for (std::sregex_iterator it(script.begin(), script.end(), check_key), end; it != end; ++it) {
+      const std::string key = (*it)[1];
+      out += "\n@@gpx:check " + key + "\n" + (done.count("run-" + key) ? "0" : "1") + "\n";
+    }
+    return out + "\n@@gpx:end\n";
+  };
+  ScriptedRunner runner([&](size_t endpoint, const CommandRequest& request) {
+    const std::string host = endpoint == 0 ? "node" : "ctl";
+    const std::string& script = request.stdin_data;
+    if (script.rfind("# gpuexpand facts probe", 0) == 0) {
+      asked.push_back(host + " probe");
+      return ok("\n@@gpx:hostname\nn1\n" + checks_output(script));
+    }
+    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) == 0) {
+      asked.push_back(host + " checks");
+      return ok(checks_output(script));
+    }
+    for (const char* run : {"run-a", "run-b"}) {
+      if (request.command.size() >= 5 && request.command.compare(request.command.size() - 5, 5, run) == 0) {
+        asked.push_back(host + " " + run);
+        done.insert(run);
+        return ok();
+      }
+    }
+    return ok();  // checkpoints
+  });
+
+  std::vector<const NodeSpec*> nodes{&spec.nodes[0]};
+  PhaseLog journal;
+  ExecutorOptions options;
+  options.run_id = 3;
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, options);
+
+  ASSERT_EQ(report.nodes.size(), 1u);
+  EXPECT_EQ(report.nodes[0].result, NodeResult::Changed) << report.nodes[0].message;
+  EXPECT_EQ(report.nodes[0].changes, 2);
+  EXPECT_EQ(journal.finished, (std::vector<std::string>{"monitoring succeeded", "scheduler succeeded"}));
+  EXPECT_EQ(asked, (std::vector<std::string>{"node probe", "node run-a", "node probe", "ctl checks", "ctl run-b",
+                                             "node probe", "ctl checks"}));
+}
+
+}  // namespace
+}  // namespace gpuexpand
