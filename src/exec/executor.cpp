@@ -180,6 +180,10 @@ class Execution {
     }
     run.facts = std::move(facts.value());
     run.controller_asked = false;
+    // The next probe also asks what needs these facts to render (a check
+    // that names a device file): without it such a step would stay "?",
+    // and verification does not hold a "?" against a phase.
+    run.request = facts_request_for(steps_to_probe(spec_, *run.node, playbooks_, &run.facts));
     facts_complete(run);
   }
 

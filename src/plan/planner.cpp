@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "gpuexpand/accept/acceptance.hpp"
@@ -234,6 +235,19 @@ std::string decision_facts_digest(const json& facts) {
   return sha256_hex(relevant.dump());
 }
 
+// Whether a condition reads the `facts` root (facts.gpus.count), as
+// against a name that merely contains the word (gres_from_facts).
+static bool reads_facts(const std::string& condition) {
+  const auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.'; };
+  for (size_t at = condition.find("facts"); at != std::string::npos; at = condition.find("facts", at + 1)) {
+    const size_t end = at + 5;
+    if ((at == 0 || !is_name(condition[at - 1])) && (end == condition.size() || condition[end] == '.' || !is_name(condition[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const json* facts) {
   std::vector<ResolvedStep> out;
@@ -264,7 +278,7 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
   // command on another host, and a spec without such nodes must not need
   // the controller at all. Conditions that read facts cannot be judged yet.
   auto may_hold = [&vars](const std::string& condition) {
-    if (condition.empty() || condition.find("facts") != std::string::npos) return true;
+    if (condition.empty() || reads_facts(condition)) return true;
     auto holds = evaluate_condition(condition, vars);
     return !holds || holds.value();
   };

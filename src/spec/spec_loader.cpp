@@ -408,7 +408,7 @@ class SpecBuilder {
       }
     }
     slurm["gres_conf"] = slurm.value("gres_conf", std::string("from_facts"));
-    slurm["gres_from_facts"] = slurm["gres_conf"] == "from_facts" && !slurm["gpu_gres_conf"].get<std::string>().empty();
+    slurm["gres_from_facts"] = slurm["gres_conf"] == "from_facts" && slurm["gpu_gres_count"].get<long long>() > 0;
   }
 
   // PFC and ECN in the forms the rdma playbook's commands take: the lossless
@@ -551,6 +551,20 @@ class SpecBuilder {
                   "scheduler.slurm.gres names more than one gpu entry (" + gpu_entries +
                       "): gres_conf: from_facts writes one gres.conf line for all of a node's GPUs, and the device "
                       "files do not say which GPU is which type; use one entry, or gres_conf: controller");
+          }
+          // configless: false: the node's own gres.conf is written whole,
+          // with its gpu line only.
+          std::string others;
+          for (const auto& entry : (*slurm)["gres"]) {
+            if (entry.is_string() && entry.get<std::string>().rfind("gpu:", 0) != 0) {
+              others += (others.empty() ? "" : ", ") + entry.get<std::string>();
+            }
+          }
+          if (count > 0 && !others.empty() && slurm->contains("configless") && (*slurm)["configless"] == false) {
+            error(at("/scheduler/slurm/gres"),
+                  "scheduler.slurm.gres has GRES other than gpu (" + others +
+                      ") with configless: false: gres_conf: from_facts writes the node's gres.conf with its gpu line "
+                      "only; use gres_conf: controller to copy the controller's gres.conf instead");
           }
         }
         // A static node changes the controller's slurm.conf: every other

@@ -90,7 +90,7 @@ check "acceptance ran again for the new settings" grep -q "node-05  acceptance  
 check "node-05 back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* && $1 != *MAINT* ]]' _ "$(node_field node-05 State)"
 
 # ---------------------------------------------------------------- failed acceptance
-sed 's/min_throughput_mbps: 50/min_throughput_mbps: 100000000/' "$work/lab.yaml" >"$work/slow.yaml"
+sed 's/min_throughput_mbps: 5$/min_throughput_mbps: 100000000/' "$work/lab.yaml" >"$work/slow.yaml"
 gxrun apply "$work/slow.yaml" --limit node-06 --state "$state"
 check "acceptance failure: exit 3" test "$rc" -eq 3
 check "it names the failed check" grep -q "node-06: phase acceptance, step checks: acceptance failed: storage: /mnt/shared: " <<<"$out"

@@ -376,7 +376,7 @@ TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
   const FactsRequest asked = controller_request_for(spec_, node, testing::playbooks(), facts);
   ASSERT_EQ(asked.controller_checks.count("slurm-gres-line"), 1u);
   EXPECT_EQ(asked.controller_checks.at("slurm-gres-line").rfind(
-                "N=node-01; G='Name=gpu Type=h200'; F='/dev/nvidia[0-3]'\n", 0),
+                "N=node-01; G='Name=gpu Type=h200'; F='/dev/nvidia[0-3]'; conf=", 0),
             0u)
       << asked.controller_checks.at("slurm-gres-line");
 
@@ -438,32 +438,55 @@ TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
   EXPECT_NE(late.find("run 8 was rolled back"), std::string::npos) << late;
   EXPECT_EQ(testing::read_file(conf), original);
 
-  // An operator's own line for the node is replaced, and comes back on
-  // rollback.
-  const std::string hand = "NodeName=node-01 Name=gpu File=/dev/nvidia[0-7]\n";
-  std::ofstream(conf, std::ios::trunc) << original << hand;
+  // An operator's own gpu line for the node is replaced where it stands;
+  // the node's other GRES lines are not gpuexpand's and stay; the rollback
+  // puts the file back byte for byte.
+  const std::string hand = "NodeName=node-01 name=GPU File=/dev/nvidia[0-7]\n";
+  const std::string nic = "NodeName=node-01 Name=nic Count=2\n";
+  std::ofstream(conf, std::ios::trunc) << hand << nic << original;
   ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + gres_line.params["run"].get<std::string>()).first, 0);
-  EXPECT_EQ(testing::read_file(conf), original + line);
+  EXPECT_EQ(testing::read_file(conf), line + nic + original);
+  EXPECT_EQ(run(check).first, 0);
   ASSERT_EQ(run("GPUEXPAND_RUN_ID=9\n" + gres_line.params["rollback"].get<std::string>()).first, 0);
-  EXPECT_EQ(testing::read_file(conf), original + hand);
+  EXPECT_EQ(testing::read_file(conf), hand + nic + original);
+
+  // No gres.conf on the controller: created with the line; the rollback
+  // removes it again.
+  std::remove(conf.c_str());
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=11\n" + gres_line.params["run"].get<std::string>()).first, 0);
+  EXPECT_EQ(testing::read_file(conf), line);
+  ASSERT_EQ(run("GPUEXPAND_RUN_ID=11\n" + gres_line.params["rollback"].get<std::string>()).first, 0);
+  EXPECT_NE(::access(conf.c_str(), F_OK), 0);
+
+  // A gpu line for every node added after gpuexpand's: the check no longer
+  // passes (the run would refuse it, below).
+  std::ofstream(conf, std::ios::trunc) << original << line << "Name=gpu File=/dev/nvidia[0-7]\r\n";
+  EXPECT_EQ(run(check).first, 1);
 
   // Refused: gpu lines that would apply to node-01 too.
+  // (CRLF line ends and comments do not hide them; NodeName= need not come
+  // first.)
   for (const std::string other : {"Name=gpu File=/dev/nvidia[0-7]", "name=GPU Type=h200 File=/dev/nvidia0",
-                                  "NodeName=node-0[1-2] Name=gpu File=/dev/nvidia[0-7]"}) {
-    std::ofstream(conf, std::ios::trunc) << original << other << "\n";
-    auto [refused_rc, refused] = run("GPUEXPAND_RUN_ID=10\n" + gres_line.params["run"].get<std::string>());
-    EXPECT_EQ(refused_rc, 1) << other;
-    EXPECT_NE(refused.find("gres.conf on the controller already has a gpu line for node-01: '" + other + "'"),
-              std::string::npos)
-        << refused;
-    EXPECT_EQ(testing::read_file(conf), original + other + "\n");
+                                  "NodeName=node-0[1-2] Name=gpu File=/dev/nvidia[0-7]",
+                                  "Name=gpu NodeName=node-0[1-2] File=/dev/nvidia[0-7]"}) {
+    for (const std::string end : {"\n", "\r\n", "  # rack 1\n"}) {
+      std::ofstream(conf, std::ios::trunc) << original << other << end;
+      auto [refused_rc, refused] = run("GPUEXPAND_RUN_ID=10\n" + gres_line.params["run"].get<std::string>());
+      EXPECT_EQ(refused_rc, 1) << other;
+      EXPECT_NE(refused.find("gres.conf on the controller already has a gpu line for node-01: '" + other),
+                std::string::npos)
+          << refused;
+      EXPECT_EQ(testing::read_file(conf), original + other + end);
+    }
   }
 
   // configless: false: the node's own gres.conf, from the same facts;
   // gres_conf: controller keeps the controller's file as it is.
   text.replace(text.find("      mode: dynamic"), std::string("      mode: dynamic").size(),
                "      mode: dynamic\n      configless: false");
-  std::ofstream(dir_ + "/local.yaml") << text;
+  std::string gpus_only = text;  // the node's gres.conf holds its gpu line only
+  gpus_only.replace(gpus_only.find(", \"nic:2\""), std::string(", \"nic:2\"").size(), "");
+  std::ofstream(dir_ + "/local.yaml") << gpus_only;
   loaded = load_spec_file(dir_ + "/local.yaml", testing::schema("cluster"));
   ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
   spec_ = *loaded.spec;
@@ -486,6 +509,41 @@ TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
   ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
   spec_ = *loaded.spec;
   EXPECT_EQ(step(scheduler_steps(dir_ + "/keep.yaml"), "gres-conf").params["src_host"], "controller");
+
+  // Without a gpu count above 0 or with gres_conf: controller, configless
+  // nodes never need the controller (the conditions name gres_from_facts,
+  // which is not a fact).
+  for (const std::string gres : {"\"gpu:0\", \"nic:2\"", "\"nic:2\""}) {
+    std::string cpu_only = testing::read_source_file("examples/lab-rack.yaml");
+    cpu_only.replace(cpu_only.find("\"gpu:8\""), 7, gres);
+    std::ofstream(dir_ + "/cpu.yaml") << cpu_only;
+    auto cpu = load_spec_file(dir_ + "/cpu.yaml", testing::schema("cluster"));
+    ASSERT_TRUE(cpu.spec) << testing::diagnostics_text(cpu);
+    EXPECT_FALSE(facts_request_for(steps_to_probe(*cpu.spec, cpu.spec->nodes[0], testing::playbooks())).needs_controller())
+        << gres;
+  }
+  {
+    std::string kept = testing::read_source_file("examples/lab-rack.yaml");
+    kept.replace(kept.find("      mode: dynamic"), std::string("      mode: dynamic").size(),
+                 "      gres_conf: controller\n      mode: dynamic");
+    std::ofstream(dir_ + "/kept.yaml") << kept;
+    auto k = load_spec_file(dir_ + "/kept.yaml", testing::schema("cluster"));
+    ASSERT_TRUE(k.spec) << testing::diagnostics_text(k);
+    EXPECT_FALSE(facts_request_for(steps_to_probe(*k.spec, k.spec->nodes[0], testing::playbooks())).needs_controller());
+  }
+
+  // configless: false writes the node's gres.conf whole: other GRES refused.
+  {
+    std::string nics = text;
+    nics.replace(nics.find("\n      gres_conf: controller"), std::string("\n      gres_conf: controller").size(), "");
+    std::ofstream(dir_ + "/nics.yaml") << nics;
+    auto refused = load_spec_file(dir_ + "/nics.yaml", testing::schema("cluster"));
+    EXPECT_FALSE(refused.spec);
+    EXPECT_NE(testing::diagnostics_text(refused).find(
+                  "scheduler.slurm.gres has GRES other than gpu (nic:2) with configless: false"),
+              std::string::npos)
+        << testing::diagnostics_text(refused);
+  }
 
   // Two gpu types cannot be told apart by device files: refused.
   text.replace(text.find("\"nic:2\""), 7, "\"gpu:a100:4\"");
@@ -517,7 +575,8 @@ TEST_F(SchedulerPlaybook, SlurmConfCopiedFromTheControllerWithoutConfigless) {
   // The controller's part of the probe, run here: the digest of its
   // slurm.conf, and gres.conf missing there.
   const FactsRequest request = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks()));
-  EXPECT_EQ(request.controller_files, (std::set<std::string>{"/etc/slurm/gres.conf", "/etc/slurm/slurm.conf"}));
+  EXPECT_EQ(request.controller_files, (std::set<std::string>{"/etc/slurm/slurm.conf"}))
+      << "gres.conf is written from the node's facts (gres_conf: from_facts), not copied";
   EXPECT_EQ(request.controller_checks.count("slurm-node-known"), 1u) << "a rollback removes the node from there";
   // (Here with files under the test directory: run() would rewrite the
   // paths in the section names too.)
