@@ -1,6 +1,7 @@
 #include "gpuexpand/facts/gather.hpp"
 
 #include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/inventory/hostlist.hpp"
 #include "gpuexpand/plan/controller.hpp"
 
 #include <spdlog/spdlog.h>
@@ -19,19 +20,42 @@ std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vect
 
 namespace {
 
-// Runs a node's delegated checks on its controller (runner endpoint
-// `controller`) and merges the exit codes into `facts` when they come back.
-void gather_controller_checks(CommandRunner& runner, size_t controller, const FactsRequest& needs,
-                              const std::string& node, nlohmann::json& facts) {
-  CommandRequest request{"sh -s", controller_check_script(needs), {}, false};
-  // `facts` is an element of a std::map: it stays where it is while the
-  // runner works on other nodes.
-  runner.submit(controller, std::move(request), [&facts, node](const CommandOutcome& outcome) {
+// Asks one controller for all its nodes' checks and digests in one script,
+// once their own facts are in (the checks are rendered with them), and
+// merges the answers into each node's facts.
+struct ControllerBatch {
+  size_t endpoint = 0;
+  size_t probes_left = 0;                        // node probes not back yet
+  std::map<std::string, FactsRequest> requests;  // node -> what to ask, rendered with its facts
+};
+
+std::string fold_names(const std::map<std::string, FactsRequest>& by_node) {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : by_node) names.push_back(name);
+  return fold_hostlist(names);
+}
+
+void ask_controller(CommandRunner& runner, ControllerBatch& batch, FactsByNode& facts) {
+  if (batch.requests.empty()) return;
+  CommandRequest request{"sh -s", controller_check_script(batch.requests), {}, false};
+  // Elements of std::map stay where they are while the runner works.
+  runner.submit(batch.endpoint, std::move(request), [&batch, &facts](const CommandOutcome& outcome) {
     // Without them the delegated steps plan as "?" (decided when applied).
     if (!outcome.ok()) {
-      spdlog::warn("{}: the controller's checks for this node did not run: {}", node, outcome.message);
-    } else if (auto merged = merge_controller_checks(outcome.out, facts); !merged) {
-      spdlog::warn("{}: {}", node, merged.error().message);
+      spdlog::warn("the controller's checks for {} did not run: {}", fold_names(batch.requests), outcome.message);
+      return;
+    }
+    auto parts = split_controller_output(outcome.out);
+    if (!parts) {
+      spdlog::warn("{}: {}", fold_names(batch.requests), parts.error().message);
+      return;
+    }
+    for (const auto& [node, part] : *parts) {
+      auto at = facts.find(node);
+      if (at == facts.end() || !batch.requests.count(node)) continue;
+      if (auto merged = merge_controller_checks(part, at->second); !merged) {
+        spdlog::warn("{}: {}", node, merged.error().message);
+      }
     }
   });
 }
@@ -43,6 +67,12 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
   FactsByNode facts;
   std::vector<FactsRequest> requests(nodes.size());
   const auto controllers = controller_endpoints(nodes);
+  std::map<size_t, ControllerBatch> batches;  // by controller endpoint
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!controllers[i]) continue;
+    batches[*controllers[i]].endpoint = *controllers[i];
+    ++batches[*controllers[i]].probes_left;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     requests[i] = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
     CommandRequest probe;
@@ -50,6 +80,16 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
     probe.stdin_data = probe_script(requests[i]);
     runner.submit(i, std::move(probe), [&, i](const CommandOutcome& outcome) {
       const NodeSpec& node = *nodes[i];
+      ControllerBatch* batch = controllers[i] ? &batches[*controllers[i]] : nullptr;
+      // The controller is asked once the last of its nodes has answered.
+      struct LastProbe {
+        ControllerBatch* batch;
+        CommandRunner& runner;
+        FactsByNode& facts;
+        ~LastProbe() {
+          if (batch && --batch->probes_left == 0) ask_controller(runner, *batch, facts);
+        }
+      } last{batch, runner, facts};
       nlohmann::json unreachable = {{"schema_version", 1}, {"node", node.name}};
       if (!outcome.ok()) {
         unreachable["unreachable"] = outcome.message;
@@ -63,9 +103,8 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
         return;
       }
       facts[node.name] = std::move(parsed.value());
-      if (requests[i].needs_controller() && controllers[i]) {
-        gather_controller_checks(runner, *controllers[i], controller_request_for(spec, node, playbooks, facts[node.name]),
-                                 node.name, facts[node.name]);
+      if (requests[i].needs_controller() && batch) {
+        batch->requests[node.name] = controller_request_for(spec, node, playbooks, facts[node.name]);
       }
     });
   }

@@ -172,17 +172,51 @@ std::string probe_script(const FactsRequest& request) {
   return s;
 }
 
-std::string controller_check_script(const FactsRequest& request) {
+namespace {
+
+std::string controller_prelude() {
   std::string s = "# gpuexpand: what a node's steps need from this controller (read-only)\n";
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
-  s += check_lines(request.controller_checks);
+  return s;
+}
+
+std::string controller_lines(const FactsRequest& request) {
+  std::string s = check_lines(request.controller_checks);
   for (const auto& path : request.controller_files) {
     const std::string q = shell_quote(path);
     s += "m digest " + q + "; if [ -f " + q + " ]; then sha256sum < " + q + " | cut -c1-64; else echo @@missing; fi\n";
   }
-  s += "m end\n";
   return s;
+}
+
+}  // namespace
+
+std::string controller_check_script(const FactsRequest& request) {
+  return controller_prelude() + controller_lines(request) + "m end\n";
+}
+
+std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node) {
+  std::string s = controller_prelude();
+  for (const auto& [node, request] : by_node) s += "m node " + shell_quote(node) + "\n" + controller_lines(request);
+  return s + "m end\n";
+}
+
+Result<std::map<std::string, std::string>> split_controller_output(std::string_view output) {
+  static constexpr std::string_view kNode = "\n@@gpx:node ", kEnd = "\n@@gpx:end\n";
+  const size_t end = output.rfind(kEnd);
+  if (end == std::string_view::npos || end + kEnd.size() != output.size()) {
+    return make_error("the controller's check script stopped early (no end marker)");
+  }
+  std::map<std::string, std::string> out;
+  for (size_t at = output.find(kNode); at != std::string_view::npos && at < end;) {
+    const size_t name_end = output.find('\n', at + kNode.size());
+    const size_t next = std::min(output.find(kNode, name_end), end);
+    out[std::string(output.substr(at + kNode.size(), name_end - at - kNode.size()))] =
+        std::string(output.substr(name_end, next - name_end)) + std::string(kEnd);
+    at = next == end ? std::string_view::npos : next;
+  }
+  return out;
 }
 
 }  // namespace gpuexpand

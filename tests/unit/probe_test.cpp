@@ -240,5 +240,35 @@ TEST(ProbeParser, TruncatedOutputIsAnError) {
             "the facts probe's output is incomplete (no end marker): the node's shell stopped early");
 }
 
+// `facts` and `plan` ask a controller once for all its nodes: one script,
+// run here, cut back into each node's part and merged into its facts.
+TEST(ControllerChecks, SeveralNodesInOneScript) {
+  const std::string file = "/tmp/gpx-ctl-" + std::to_string(::getpid());
+  std::ofstream(file) << "conf\n";
+  std::map<std::string, FactsRequest> by_node;
+  by_node["n1"].controller_checks = {{"line", "true"}, {"other", "exit 3"}};
+  by_node["n1"].controller_files = {file};
+  by_node["n2"].controller_checks = {{"line", "false"}};
+  const std::string script = controller_check_script(by_node);
+  auto parts = split_controller_output(run_sh(script));
+  std::remove(file.c_str());
+  ASSERT_TRUE(parts) << parts.error().message;
+  ASSERT_EQ(parts->size(), 2u);
+  json n1 = json::object(), n2 = json::object();
+  ASSERT_TRUE(merge_controller_checks(parts->at("n1"), n1));
+  ASSERT_TRUE(merge_controller_checks(parts->at("n2"), n2));
+  EXPECT_EQ(n1["checks"], json::parse(R"({"line": 0, "other": 3})"));
+  EXPECT_EQ(n1["controller_files"][file], sha256_hex("conf\n"));
+  EXPECT_EQ(n2["checks"], json::parse(R"({"line": 1})"));
+  EXPECT_FALSE(n2.contains("controller_files"));
+
+  auto cut = split_controller_output(run_sh(script).substr(0, 20));
+  ASSERT_FALSE(cut);
+  EXPECT_EQ(cut.error().message, "the controller's check script stopped early (no end marker)");
+  auto none = split_controller_output("\n@@gpx:end\n");
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
 }  // namespace
 }  // namespace gpuexpand

@@ -61,6 +61,13 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
 // markers as the probe: "check KEY" and "digest PATH" sections, then "end".
 std::string controller_check_script(const FactsRequest& request);
 
+// Several nodes' parts in one script (`facts` and `plan` ask a controller
+// once for all its nodes, not once per node over its one session): each
+// node's sections after a "node NAME" marker. split_controller_output cuts
+// the output back into one controller_check_script output per node.
+std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node);
+Result<std::map<std::string, std::string>> split_controller_output(std::string_view output);
+
 // Puts the exit codes printed by controller_check_script into
 // facts["checks"] and the digests into facts["controller_files"]. An error
 // for output that is not the script's.
