@@ -57,6 +57,11 @@ class Execution {
   }
 
   ExecutionReport run() {
+    // Controllers that nodes' steps need: connected while the nodes are
+    // probed (the runner connects each endpoint once).
+    for (const auto& r : runs_) {
+      if (r.request.needs_controller() && controllers_[r.index]) runner_.connect(*controllers_[r.index]);
+    }
     start_next_batch();
     runner_.run();
     for (size_t i = 0; i < runs_.size(); ++i) {

@@ -75,6 +75,8 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     requests[i] = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
+    // The controller's handshake while the nodes are probed, not after.
+    if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);
     CommandRequest probe;
     probe.command = "sh -s";
     probe.stdin_data = probe_script(requests[i]);

@@ -322,7 +322,7 @@ struct SshRunner::Impl {
   }
 
   void record(const Connection& c, const CommandRequest& request, const CommandOutcome& outcome) {
-    if (!options.audit) return;
+    if (!options.audit || request.command.empty()) return;  // connect(): nothing ran
     options.audit({c.endpoint.name, request.sensitive ? "<sensitive>" : request.command, outcome.exit_code,
                    outcome.failure, outcome.duration});
   }
@@ -910,6 +910,15 @@ struct SshRunner::Impl {
       case Stage::Handshake: step_handshake(c); break;
       case Stage::Authenticating: step_authenticating(c); break;
       case Stage::Ready:
+        // connect(): the session is up, which is all that was asked.
+        while (!c.queue.empty() && c.channel_stage == ChannelStage::Done && c.queue.front().request.command.empty() &&
+               front_due(c.queue, Clock::now())) {
+          Job job = std::move(c.queue.front());
+          c.queue.pop_front();
+          CommandOutcome connected;
+          connected.exit_code = 0;
+          if (job.done) job.done(connected);
+        }
         if (!c.queue.empty()) {
           if (c.channel_stage == ChannelStage::Done) {
             if (!front_due(c.queue, Clock::now())) break;
@@ -1084,6 +1093,8 @@ void SshRunner::submit(size_t node, CommandRequest request, Callback done) {
   const auto not_before = Clock::now() + request.delay;
   c.queue.push_back({std::move(request), std::move(done), not_before});
 }
+
+void SshRunner::connect(size_t node) { submit(node, CommandRequest{}, nullptr); }
 
 void SshRunner::run() { impl_->run(); }
 

@@ -142,6 +142,32 @@ TEST_F(SshRunnerTest, OneSessionIsReusedForEveryCommand) {
   for (const auto& c : connections) EXPECT_EQ(c, connections.front()) << "same client port, same session";
 }
 
+// connect(): the session comes up with nothing run and nothing audited;
+// a command submitted afterwards (here from another endpoint's callback,
+// as a controller's after a node's probe) uses that same session.
+TEST_F(SshRunnerTest, ConnectEarlyThenUseTheSession) {
+  SshRunnerOptions o = options();
+  std::vector<AuditRecord> audit;
+  o.audit = [&](const AuditRecord& r) { audit.push_back(r); };
+  SshRunner runner({endpoint("node-a"), endpoint("ctl")}, std::move(o));
+  runner.connect(1);
+  std::string before, after;
+  runner.submit(1, {"echo $SSH_CONNECTION", "", {}, false}, [&](const CommandOutcome& r) { before = r.out; });
+  runner.submit(0, {"true", "", {}, false}, [&](const CommandOutcome&) {
+    runner.submit(1, {"echo $SSH_CONNECTION", "", {}, false}, [&](const CommandOutcome& r) { after = r.out; });
+  });
+  runner.run();
+  EXPECT_FALSE(before.empty());
+  EXPECT_EQ(after, before) << "one session to ctl";
+  ASSERT_EQ(audit.size(), 3u) << "connect() is not a command";
+  for (const auto& r : audit) EXPECT_FALSE(r.command.empty());
+
+  // Only a connect: run() returns once connected.
+  SshRunner alone({endpoint()}, options());
+  alone.connect(0);
+  alone.run();
+}
+
 TEST_F(SshRunnerTest, CallbacksMayQueueTheNextCommand) {
   SshRunner runner({endpoint()}, options());
   std::string trail;

@@ -29,6 +29,12 @@ class CommandRunner {
   // was made with). Commands of one node run one after another, in order.
   virtual void submit(size_t node, CommandRequest request, Callback done) = 0;
 
+  // Starts connecting to `node` now, before it has work, so that its
+  // handshake overlaps other work (the controller while the nodes are
+  // probed); what is submitted later uses that session. Runs nothing, and
+  // records nothing. A runner without sessions ignores it.
+  virtual void connect(size_t node) { (void)node; }
+
   // Runs until every queued command (including those callbacks queue) has
   // completed. Single-threaded: callbacks run on the caller's thread.
   virtual void run() = 0;

@@ -71,6 +71,7 @@ class SshRunner final : public CommandRunner {
   SshRunner& operator=(const SshRunner&) = delete;
 
   void submit(size_t node, CommandRequest request, Callback done) override;
+  void connect(size_t node) override;
   void run() override;
 
  private:
