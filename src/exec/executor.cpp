@@ -187,6 +187,19 @@ class Execution {
     run.controller_asked = false;
     // The next probe also asks what needs these facts to render (a check
     // that names a device file): without it such a step would stay "?",
+    // and verification does not hold a "?" against a phase. A check whose
+    // text changes with these facts was run as it read before: its result
+    // is not this check's, and is dropped ("?", decided on the node).
+    FactsRequest next = facts_request_for(steps_to_probe(spec_, *run.node, playbooks_, &run.facts));
+    if (auto checks = run.facts.find("checks"); checks != run.facts.end() && checks->is_object()) {
+      for (const auto& [key, command] : run.request.checks) {
+        const auto now = next.checks.find(key);
+        if (now == next.checks.end() || now->second != command) checks->erase(key);
+      }
+    }
+    run.request = std::move(next);
+    // The next probe also asks what needs these facts to render (a check
+    // that names a device file): without it such a step would stay "?",
     // and verification does not hold a "?" against a phase.
     run.request = facts_request_for(steps_to_probe(spec_, *run.node, playbooks_, &run.facts));
     facts_complete(run);

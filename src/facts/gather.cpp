@@ -50,10 +50,13 @@ void ask_controller(CommandRunner& runner, ControllerBatch& batch, FactsByNode& 
       spdlog::warn("{}: {}", fold_names(batch.requests), parts.error().message);
       return;
     }
-    for (const auto& [node, part] : *parts) {
+    for (const auto& [node, _] : batch.requests) {
+      const auto part = parts->find(node);
       auto at = facts.find(node);
-      if (at == facts.end() || !batch.requests.count(node)) continue;
-      if (auto merged = merge_controller_checks(part, at->second); !merged) {
+      if (at == facts.end()) continue;
+      if (part == parts->end()) {
+        spdlog::warn("{}: the controller's answer has no part for this node", node);
+      } else if (auto merged = merge_controller_checks(part->second, at->second); !merged) {
         spdlog::warn("{}: {}", node, merged.error().message);
       }
     }
@@ -89,7 +92,11 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
         CommandRunner& runner;
         FactsByNode& facts;
         ~LastProbe() {
-          if (batch && --batch->probes_left == 0) ask_controller(runner, *batch, facts);
+          try {
+            if (batch && --batch->probes_left == 0) ask_controller(runner, *batch, facts);
+          } catch (const std::exception& e) {  // a destructor must not throw: the checks stay "?"
+            spdlog::warn("the controller was not asked: {}", e.what());
+          }
         }
       } last{batch, runner, facts};
       nlohmann::json unreachable = {{"schema_version", 1}, {"node", node.name}};

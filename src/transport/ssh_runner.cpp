@@ -107,6 +107,7 @@ struct Job {
   CommandRequest request;
   CommandRunner::Callback done;
   Clock::time_point not_before{};  // request.delay after submission
+  bool connect_only = false;       // SshRunner::connect: done once the session is up; runs nothing
 };
 
 // The front job may start (its delay is over).
@@ -315,14 +316,14 @@ struct SshRunner::Impl {
       CommandOutcome outcome;
       outcome.failure = c.failure;
       outcome.message = c.failure_message;
-      record(c, job.request, outcome);
+      if (!job.connect_only) record(c, job.request, outcome);
       if (job.done) job.done(outcome);
     }
     c.active = false;
   }
 
   void record(const Connection& c, const CommandRequest& request, const CommandOutcome& outcome) {
-    if (!options.audit || request.command.empty()) return;  // connect(): nothing ran
+    if (!options.audit) return;
     options.audit({c.endpoint.name, request.sensitive ? "<sensitive>" : request.command, outcome.exit_code,
                    outcome.failure, outcome.duration});
   }
@@ -911,8 +912,7 @@ struct SshRunner::Impl {
       case Stage::Authenticating: step_authenticating(c); break;
       case Stage::Ready:
         // connect(): the session is up, which is all that was asked.
-        while (!c.queue.empty() && c.channel_stage == ChannelStage::Done && c.queue.front().request.command.empty() &&
-               front_due(c.queue, Clock::now())) {
+        while (!c.queue.empty() && c.channel_stage == ChannelStage::Done && c.queue.front().connect_only) {
           Job job = std::move(c.queue.front());
           c.queue.pop_front();
           CommandOutcome connected;
@@ -921,7 +921,9 @@ struct SshRunner::Impl {
         }
         if (!c.queue.empty()) {
           if (c.channel_stage == ChannelStage::Done) {
-            if (!front_due(c.queue, Clock::now())) break;
+            // An inactive node (its bastion steps every tunnelled member)
+            // waits for a --parallel slot before it starts a command.
+            if (!c.active || !front_due(c.queue, Clock::now())) break;
             begin_job(c);
           }
           step_job(c);
@@ -1094,7 +1096,10 @@ void SshRunner::submit(size_t node, CommandRequest request, Callback done) {
   c.queue.push_back({std::move(request), std::move(done), not_before});
 }
 
-void SshRunner::connect(size_t node) { submit(node, CommandRequest{}, nullptr); }
+void SshRunner::connect(size_t node) {
+  submit(node, CommandRequest{}, nullptr);
+  impl_->nodes.at(node).queue.back().connect_only = true;
+}
 
 void SshRunner::run() { impl_->run(); }
 

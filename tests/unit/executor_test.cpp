@@ -91,7 +91,8 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
 
   std::set<std::string> done;  // the runs that happened, on either host
   std::vector<std::string> asked;  // "node probe", "ctl checks", "node run-a", …
-  const std::regex check_key(R"(m check '([^']+)')");
+  // (Keys and checks here are bare words: shell_quote leaves them unquoted.)
+  const std::regex check_key(R"(m check ([A-Za-z0-9_-]+);)");
   auto checks_output = [&](const std::string& script) {
     std::string out;
     for (std::sregex_iterator it(script.begin(), script.end(), check_key), end; it != end; ++it) {
@@ -133,6 +134,56 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
   EXPECT_EQ(journal.finished, (std::vector<std::string>{"monitoring succeeded", "scheduler succeeded"}));
   EXPECT_EQ(asked, (std::vector<std::string>{"node probe", "node run-a", "node probe", "ctl checks", "ctl run-b",
                                              "node probe", "ctl checks"}));
+}
+
+// A check whose text reads the facts is probed as it reads with the facts
+// before the probe. When a phase changes those facts, the result belongs to
+// the old text: here the step was converged for the old hostname, so the
+// stale result says 0 and the step would be skipped for the new one. It
+// must be dropped and the step decided again.
+TEST(Executor, ACheckRenderedWithOlderFactsDoesNotDecide) {
+  auto loaded = testing::load_spec(testing::minimal_spec());
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(
+      phase("os-init", 1, "  - {id: host, type: command, check: check-host, run: run-host, rollback: 'true'}\n"));
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: s, type: command, check: 'check-s-{{ facts.hostname }}',\n"
+                                   "     run: 'run-s-{{ facts.hostname }}', rollback: 'true'}\n"));
+
+  std::string hostname = "n1", configured_for = "n1";  // s is converged for the old name
+  bool host_done = false;
+  const std::regex check(R"(m check ([A-Za-z0-9_-]+); timeout 60 sh -c ([A-Za-z0-9_.-]+) )");
+  size_t checks_answered = 0;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) {
+    const std::string& script = request.stdin_data;
+    if (script.rfind("# gpuexpand facts probe", 0) == 0) {
+      std::string out = "\n@@gpx:hostname\n" + hostname + "\n";
+      for (std::sregex_iterator it(script.begin(), script.end(), check), end; it != end; ++it) {
+        const std::string key = (*it)[1], text = (*it)[2];
+        const bool ok = key == "host" ? host_done : text == "check-s-" + configured_for;
+        ++checks_answered;
+        out += "\n@@gpx:check " + key + "\n" + (ok ? "0" : "1") + "\n";
+      }
+      return ok(out + "\n@@gpx:end\n");
+    }
+    if (request.command == "run-host") {
+      host_done = true;
+      hostname = "n1-new";
+    } else if (request.command.rfind("run-s-", 0) == 0) {
+      configured_for = request.command.substr(6);
+    }
+    return ok();
+  });
+
+  std::vector<const NodeSpec*> nodes{&spec.nodes[0]};
+  PhaseLog journal;
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, ExecutorOptions{});
+  EXPECT_EQ(report.nodes[0].result, NodeResult::Changed) << report.nodes[0].message;
+  EXPECT_EQ(journal.finished, (std::vector<std::string>{"os-init succeeded", "scheduler succeeded"}));
+  EXPECT_EQ(configured_for, "n1-new");
+  EXPECT_GE(checks_answered, 4u) << "the probes carried the checks";
 }
 
 }  // namespace

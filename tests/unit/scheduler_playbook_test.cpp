@@ -482,6 +482,22 @@ TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
     }
   }
 
+  // What cannot be read is refused, not taken for "no other line": a host
+  // list scontrol cannot expand, a gres.conf awk cannot read.
+  std::ofstream(conf, std::ios::trunc) << original << "NodeName=bad[1-x] Name=gpu File=/dev/nvidia0\n";
+  tool("scontrol", "echo 'scontrol: error: Invalid hostlist: bad[1-x]' >&2; exit 1");
+  auto [unexpanded_rc, unexpanded] = run("GPUEXPAND_RUN_ID=12\n" + gres_line.params["run"].get<std::string>());
+  EXPECT_EQ(unexpanded_rc, 1);
+  EXPECT_NE(unexpanded.find("scontrol could not expand the host list 'bad[1-x]' in "), std::string::npos) << unexpanded;
+  std::remove(conf.c_str());
+  ::mkdir(conf.c_str(), 0755);
+  auto [unread_rc, unread] = run("GPUEXPAND_RUN_ID=13\n" + gres_line.params["run"].get<std::string>());
+  EXPECT_EQ(unread_rc, 1);
+  EXPECT_NE(unread.find("/etc/gres.conf on the controller could not be read"), std::string::npos)
+      << unread;
+  EXPECT_EQ(run(check).first, 1);
+  ::rmdir(conf.c_str());
+
   // configless: false: the node's own gres.conf, from the same facts;
   // gres_conf: controller keeps the controller's file as it is.
   text.replace(text.find("      mode: dynamic"), std::string("      mode: dynamic").size(),
