@@ -550,29 +550,21 @@ TEST_F(SchedulerPlaybook, GresConfLineFromTheGpusFoundOnTheNode) {
     EXPECT_FALSE(facts_request_for(steps_to_probe(*k.spec, k.spec->nodes[0], testing::playbooks())).needs_controller());
   }
 
+  // Refused by validate: the spec as `yaml` must not load, its diagnostics
+  // naming `message`.
+  auto refused_with = [&](const std::string& yaml, const std::string& message) {
+    std::ofstream(dir_ + "/refused.yaml", std::ios::trunc) << yaml;
+    auto refused = load_spec_file(dir_ + "/refused.yaml", testing::schema("cluster"));
+    EXPECT_FALSE(refused.spec) << message;
+    EXPECT_NE(testing::diagnostics_text(refused).find(message), std::string::npos) << testing::diagnostics_text(refused);
+  };
+  const std::string kept_line = "\n      gres_conf: controller";
+  text.replace(text.find(kept_line), kept_line.size(), "");
   // configless: false writes the node's gres.conf whole: other GRES refused.
-  {
-    std::string nics = text;
-    nics.replace(nics.find("\n      gres_conf: controller"), std::string("\n      gres_conf: controller").size(), "");
-    std::ofstream(dir_ + "/nics.yaml") << nics;
-    auto refused = load_spec_file(dir_ + "/nics.yaml", testing::schema("cluster"));
-    EXPECT_FALSE(refused.spec);
-    EXPECT_NE(testing::diagnostics_text(refused).find(
-                  "scheduler.slurm.gres has GRES other than gpu (nic:2) with configless: false"),
-              std::string::npos)
-        << testing::diagnostics_text(refused);
-  }
-
-  // Two gpu types cannot be told apart by device files: refused.
+  refused_with(text, "scheduler.slurm.gres has GRES other than gpu (nic:2) with configless: false");
+  // Two gpu types cannot be told apart by device files.
   text.replace(text.find("\"nic:2\""), 7, "\"gpu:a100:4\"");
-  text.replace(text.find("\n      gres_conf: controller"), std::string("\n      gres_conf: controller").size(), "");
-  std::ofstream(dir_ + "/two.yaml") << text;
-  auto two = load_spec_file(dir_ + "/two.yaml", testing::schema("cluster"));
-  EXPECT_FALSE(two.spec);
-  EXPECT_NE(testing::diagnostics_text(two).find(
-                "scheduler.slurm.gres names more than one gpu entry (gpu:h200:4, gpu:a100:4)"),
-            std::string::npos)
-      << testing::diagnostics_text(two);
+  refused_with(text, "scheduler.slurm.gres names more than one gpu entry (gpu:h200:4, gpu:a100:4)");
 }
 
 // configless: false (dynamic nodes): the node keeps copies of the
