@@ -232,7 +232,10 @@ class Execution {
   // Runs the node's checks and digests on its controller, then goes on
   // with the facts complete. The controller not answering fails only what
   // needs it: without its checks the delegated steps plan as "?", run, and
-  // fail there.
+  // fail there. Nodes that ask while the controller is answering others
+  // wait and go together in its next script: commands to one controller
+  // run one after another on its one session, and one script per node
+  // would queue a thousand of them on a no-op apply of a thousand nodes.
   void ask_controller(NodeRun& run) {
     const auto controller = controllers_[run.index];
     if (!controller) {
@@ -240,18 +243,36 @@ class Execution {
                                          "scheduler.slurm.controller");
       return;
     }
-    CommandRequest request{"sh -s",
-                           controller_check_script(controller_request_for(spec_, *run.node, playbooks_, run.facts)),
-                           {},
-                           false};
-    runner_.submit(*controller, std::move(request), [this, &run](const CommandOutcome& checked) {
-      if (!checked.ok()) {
-        spdlog::warn("{}: its checks on the controller did not run: {}", run.node->name, checked.message);
-      } else if (auto merged = merge_controller_checks(checked.out, run.facts); !merged) {
-        spdlog::warn("{}: {}", run.node->name, merged.error().message);
+    ControllerQueue& queue = controller_queues_[*controller];
+    queue.waiting.push_back(&run);
+    if (!queue.answering) ask_controller_for_waiting(*controller);
+  }
+
+  void ask_controller_for_waiting(size_t controller) {
+    ControllerQueue& queue = controller_queues_[controller];
+    std::vector<NodeRun*> batch;
+    batch.swap(queue.waiting);
+    queue.answering = !batch.empty();
+    if (batch.empty()) return;
+    std::map<std::string, FactsRequest> by_node;
+    for (const NodeRun* r : batch) by_node[r->node->name] = controller_request_for(spec_, *r->node, playbooks_, r->facts);
+    CommandRequest request{"sh -s", controller_check_script(by_node), {}, false};
+    runner_.submit(controller, std::move(request), [this, controller, batch](const CommandOutcome& checked) {
+      auto parts = checked.ok() ? split_controller_output(checked.out)
+                                : Result<std::map<std::string, std::string>>(make_error(checked.message));
+      for (NodeRun* r : batch) {
+        const std::string& name = r->node->name;
+        if (!parts) {
+          spdlog::warn("{}: its checks on the controller did not run: {}", name, parts.error().message);
+        } else if (auto part = parts->find(name); part == parts->end()) {
+          spdlog::warn("{}: the controller's answer has no part for this node", name);
+        } else if (auto merged = merge_controller_checks(part->second, r->facts); !merged) {
+          spdlog::warn("{}: {}", name, merged.error().message);
+        }
+        r->controller_asked = true;
       }
-      run.controller_asked = true;
-      facts_complete(run);
+      for (NodeRun* r : batch) facts_complete(*r);
+      ask_controller_for_waiting(controller);  // those that asked meanwhile
     });
   }
 
@@ -616,6 +637,11 @@ class Execution {
   const ExecutorOptions& options_;
   std::vector<NodeRun> runs_;
   std::vector<std::optional<size_t>> controllers_;  // runner endpoint of each node's controller
+  struct ControllerQueue {
+    bool answering = false;          // a script of its nodes' checks is out
+    std::vector<NodeRun*> waiting;   // nodes that asked since
+  };
+  std::map<size_t, ControllerQueue> controller_queues_;  // by controller endpoint
   ExecutionReport report_;
   size_t batch_size_ = 0, max_fail_ = 0, failures_ = 0;
   size_t next_node_ = 0, batch_begin_ = 0, batch_end_ = 0;

@@ -60,10 +60,12 @@ out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
 rc=$?
 check "second apply exits 0" test "$rc" -eq 0
 check "second apply changes nothing" grep -q "3 nodes: 0 changed, 3 unchanged, 0 failed" <<<"$out"
-# (The controller answers each node's gres.conf check: one small script per
-# node over its one SSH session.)
-check "second apply: one round trip per node, and one script per node on ctl" \
-  test "$(sqlite3 "$state" "select group_concat(n, ' ') from (select node || '=' || count(*) as n from audit where run_id = 2 group by node order by node)")" = "ctl=3 node-01=1 node-02=1 node-03=1"
+# (The controller answers the nodes' gres.conf checks: nodes that ask while
+# it answers others share its next script, so 1 to 3 scripts there.)
+commands_on() { sqlite3 "$state" "select count(*) from audit where run_id = 2 and node = '$1'"; }
+check "second apply: one round trip per node" \
+  test "$(commands_on node-01) $(commands_on node-02) $(commands_on node-03)" = "1 1 1"
+check "  and at most one script per node on ctl" test "$(commands_on ctl)" -ge 1 -a "$(commands_on ctl)" -le 3
 "$gx" plan "$work/lab.yaml" --limit 'node-[01-03]' --detailed-exitcode >/dev/null
 check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 

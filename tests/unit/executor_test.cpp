@@ -8,6 +8,7 @@
 #include <functional>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
@@ -134,6 +135,61 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
   EXPECT_EQ(journal.finished, (std::vector<std::string>{"monitoring succeeded", "scheduler succeeded"}));
   EXPECT_EQ(asked, (std::vector<std::string>{"node probe", "node run-a", "node probe", "ctl checks", "ctl run-b",
                                              "node probe", "ctl checks"}));
+}
+
+// Nodes that need the controller while it answers others wait and go
+// together in its next script, not one script each in its queue.
+TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
+  auto loaded = testing::load_spec(testing::minimal_spec(
+      "  - hosts: n[3-4]\n    addresses: 10.0.0.[3-4]\n"
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      controller_address: 10.0.0.9\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: b, type: command, check: 'check-b-{{ node.name }}',\n"
+                                   "     run: 'run-b-{{ node.name }}', rollback: 'true', delegate_to: controller}\n"));
+  std::set<std::string> configured;              // nodes whose step b ran
+  std::vector<std::vector<std::string>> scripts;  // the nodes of each controller script
+  const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(sh -c check-b-([A-Za-z0-9_-]+) )");
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) {
+    const std::string& script = request.stdin_data;
+    if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
+    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) == 0) {
+      std::string out;
+      scripts.emplace_back();
+      std::istringstream in(script);
+      for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, node_line)) {
+          scripts.back().push_back(m[1]);
+          out += "\n@@gpx:node " + m[1].str() + "\n";
+        } else if (std::regex_search(line, m, check_line)) {
+          out += "\n@@gpx:check b\n" + std::string(configured.count(m[1]) ? "0" : "1") + "\n";
+        }
+      }
+      return ok(out + "\n@@gpx:end\n");
+    }
+    if (const auto at = request.command.find("run-b-"); at != std::string::npos) configured.insert(request.command.substr(at + 6));
+    return ok();
+  });
+
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec.nodes) nodes.push_back(&n);
+  ASSERT_EQ(nodes.size(), 4u);
+  PhaseLog journal;
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, ExecutorOptions{});
+  EXPECT_EQ(report.count(NodeResult::Changed), 4u);
+  EXPECT_EQ(configured, (std::set<std::string>{"n1", "n2", "n3", "n4"}));
+  size_t asks = 0, largest = 0;
+  for (const auto& nodes_in_script : scripts) {
+    asks += nodes_in_script.size();
+    largest = std::max(largest, nodes_in_script.size());
+  }
+  EXPECT_EQ(asks, 8u) << "each node: before its phase, and to verify it";
+  EXPECT_LT(scripts.size(), asks);
+  EXPECT_EQ(scripts.front(), (std::vector<std::string>{"n1"})) << "the first asks at once";
+  EXPECT_EQ(scripts.at(1), (std::vector<std::string>{"n2", "n3", "n4"})) << "the others asked meanwhile";
 }
 
 // A check whose text reads the facts is probed as it reads with the facts
