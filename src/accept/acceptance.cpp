@@ -66,12 +66,12 @@ std::string ipv4_of(const json& facts, const std::string& name) {
   return "";
 }
 
+// A port ib_write_bw can use: named, and up.
+bool active_rdma_port(const json& port) { return text(port, "state") == "active" && !text(port, "device").empty(); }
+
 size_t active_rdma_ports(const json& facts) {
-  size_t n = 0;
-  for (const auto& port : member(member(facts, "network"), "rdma")) {
-    n += text(port, "state") == "active" && !text(port, "device").empty() ? 1u : 0u;
-  }
-  return n;
+  const auto& ports = member(member(facts, "network"), "rdma");
+  return static_cast<size_t>(std::count_if(ports.begin(), ports.end(), active_rdma_port));
 }
 
 // The GPU count a Slurm GRES list promises ("gpu:8", "gpu:h200:8"), or -1.
@@ -365,7 +365,7 @@ RdmaPairs rdma_pairs(const json& facts) {
   // reach group -> its active ports, sorted by device and port
   std::map<std::string, std::set<std::pair<std::string, long>>> by_layer;
   for (const auto& port : member(member(facts, "network"), "rdma")) {
-    if (text(port, "state") != "active" || text(port, "device").empty()) continue;
+    if (!active_rdma_port(port)) continue;
     by_layer[rdma_reach_group(facts, port)].insert({text(port, "device"), number(port, "port", 1)});
   }
   RdmaPairs pairs;

@@ -254,23 +254,17 @@ class Execution {
     batch.swap(queue.waiting);
     queue.answering = !batch.empty();
     if (batch.empty()) return;
+    // Each node's request is already rendered with its current facts (probed()).
     std::map<std::string, FactsRequest> by_node;
-    for (const NodeRun* r : batch) by_node[r->node->name] = controller_request_for(spec_, *r->node, playbooks_, r->facts);
+    std::map<std::string, json*> targets;
+    for (NodeRun* r : batch) {
+      by_node[r->node->name] = r->request;
+      targets[r->node->name] = &r->facts;
+    }
     CommandRequest request{"sh -s", controller_check_script(by_node), {}, false};
-    runner_.submit(controller, std::move(request), [this, controller, batch](const CommandOutcome& checked) {
-      auto parts = checked.ok() ? split_controller_output(checked.out)
-                                : Result<std::map<std::string, std::string>>(make_error(checked.message));
-      for (NodeRun* r : batch) {
-        const std::string& name = r->node->name;
-        if (!parts) {
-          spdlog::warn("{}: its checks on the controller did not run: {}", name, parts.error().message);
-        } else if (auto part = parts->find(name); part == parts->end()) {
-          spdlog::warn("{}: the controller's answer has no part for this node", name);
-        } else if (auto merged = merge_controller_checks(part->second, r->facts); !merged) {
-          spdlog::warn("{}: {}", name, merged.error().message);
-        }
-        r->controller_asked = true;
-      }
+    runner_.submit(controller, std::move(request), [this, controller, batch, targets](const CommandOutcome& checked) {
+      for (const auto& problem : merge_controller_answer(checked, targets)) spdlog::warn("{}", problem);
+      for (NodeRun* r : batch) r->controller_asked = true;
       for (NodeRun* r : batch) facts_complete(*r);
       ask_controller_for_waiting(controller);  // those that asked meanwhile
     });

@@ -1,7 +1,6 @@
 #include "gpuexpand/facts/gather.hpp"
 
 #include "gpuexpand/facts/probe.hpp"
-#include "gpuexpand/inventory/hostlist.hpp"
 #include "gpuexpand/plan/controller.hpp"
 
 #include <spdlog/spdlog.h>
@@ -20,47 +19,39 @@ std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vect
 
 namespace {
 
-// Asks one controller for all its nodes' checks and digests in one script,
-// once their own facts are in (the checks are rendered with them), and
-// merges the answers into each node's facts.
+// One controller's nodes: asked together, in one script, once the last of
+// them has answered its probe (their checks are rendered with their facts).
 struct ControllerBatch {
   size_t endpoint = 0;
   size_t probes_left = 0;                        // node probes not back yet
-  std::map<std::string, FactsRequest> requests;  // node -> what to ask, rendered with its facts
+  std::map<std::string, FactsRequest> requests;  // node -> what to ask
 };
 
-std::string fold_names(const std::map<std::string, FactsRequest>& by_node) {
-  std::vector<std::string> names;
-  for (const auto& [name, _] : by_node) names.push_back(name);
-  return fold_hostlist(names);
+void ask_controller(CommandRunner& runner, const ControllerBatch& batch, FactsByNode& facts) {
+  if (batch.requests.empty()) return;
+  std::map<std::string, nlohmann::json*> targets;
+  // Elements of std::map stay where they are while the runner works.
+  for (const auto& [node, _] : batch.requests) targets[node] = &facts[node];
+  CommandRequest request{"sh -s", controller_check_script(batch.requests), {}, false};
+  runner.submit(batch.endpoint, std::move(request), [targets](const CommandOutcome& outcome) {
+    for (const auto& problem : merge_controller_answer(outcome, targets)) spdlog::warn("{}", problem);
+  });
 }
 
-void ask_controller(CommandRunner& runner, ControllerBatch& batch, FactsByNode& facts) {
-  if (batch.requests.empty()) return;
-  CommandRequest request{"sh -s", controller_check_script(batch.requests), {}, false};
-  // Elements of std::map stay where they are while the runner works.
-  runner.submit(batch.endpoint, std::move(request), [&batch, &facts](const CommandOutcome& outcome) {
-    // Without them the delegated steps plan as "?" (decided when applied).
-    if (!outcome.ok()) {
-      spdlog::warn("the controller's checks for {} did not run: {}", fold_names(batch.requests), outcome.message);
-      return;
-    }
-    auto parts = split_controller_output(outcome.out);
-    if (!parts) {
-      spdlog::warn("{}: {}", fold_names(batch.requests), parts.error().message);
-      return;
-    }
-    for (const auto& [node, _] : batch.requests) {
-      const auto part = parts->find(node);
-      auto at = facts.find(node);
-      if (at == facts.end()) continue;
-      if (part == parts->end()) {
-        spdlog::warn("{}: the controller's answer has no part for this node", node);
-      } else if (auto merged = merge_controller_checks(part->second, at->second); !merged) {
-        spdlog::warn("{}: {}", node, merged.error().message);
-      }
-    }
-  });
+// A node's facts from its probe's outcome, or {"unreachable": why}.
+nlohmann::json node_facts(const CommandOutcome& outcome, const std::string& node, const FactsRequest& request,
+                          const std::string& collected_at) {
+  nlohmann::json unreachable = {{"schema_version", 1}, {"node", node}};
+  if (!outcome.ok()) {
+    unreachable["unreachable"] = outcome.message;
+    return unreachable;
+  }
+  auto parsed = parse_probe_output(outcome.out, node, request, collected_at);
+  if (!parsed) {
+    unreachable["unreachable"] = node + ": " + parsed.error().message;
+    return unreachable;
+  }
+  return std::move(parsed.value());
 }
 
 }  // namespace
@@ -85,36 +76,13 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
     probe.stdin_data = probe_script(requests[i]);
     runner.submit(i, std::move(probe), [&, i](const CommandOutcome& outcome) {
       const NodeSpec& node = *nodes[i];
-      ControllerBatch* batch = controllers[i] ? &batches[*controllers[i]] : nullptr;
-      // The controller is asked once the last of its nodes has answered.
-      struct LastProbe {
-        ControllerBatch* batch;
-        CommandRunner& runner;
-        FactsByNode& facts;
-        ~LastProbe() {
-          try {
-            if (batch && --batch->probes_left == 0) ask_controller(runner, *batch, facts);
-          } catch (const std::exception& e) {  // a destructor must not throw: the checks stay "?"
-            spdlog::warn("the controller was not asked: {}", e.what());
-          }
-        }
-      } last{batch, runner, facts};
-      nlohmann::json unreachable = {{"schema_version", 1}, {"node", node.name}};
-      if (!outcome.ok()) {
-        unreachable["unreachable"] = outcome.message;
-        facts[node.name] = unreachable;
-        return;
+      nlohmann::json& mine = facts[node.name] = node_facts(outcome, node.name, requests[i], collected_at);
+      if (!controllers[i]) return;
+      ControllerBatch& batch = batches[*controllers[i]];
+      if (requests[i].needs_controller() && !mine.contains("unreachable")) {
+        batch.requests[node.name] = controller_request_for(spec, node, playbooks, mine);
       }
-      auto parsed = parse_probe_output(outcome.out, node.name, requests[i], collected_at);
-      if (!parsed) {
-        unreachable["unreachable"] = node.name + ": " + parsed.error().message;
-        facts[node.name] = unreachable;
-        return;
-      }
-      facts[node.name] = std::move(parsed.value());
-      if (requests[i].needs_controller() && batch) {
-        batch->requests[node.name] = controller_request_for(spec, node, playbooks, facts[node.name]);
-      }
+      if (--batch.probes_left == 0) ask_controller(runner, batch, facts);
     });
   }
   runner.run();

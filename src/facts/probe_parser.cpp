@@ -495,4 +495,21 @@ Result<void> merge_controller_checks(std::string_view output, nlohmann::json& fa
   return {};
 }
 
+std::vector<std::string> merge_controller_answer(const CommandOutcome& outcome,
+                                                 const std::map<std::string, nlohmann::json*>& facts_by_node) {
+  std::vector<std::string> problems;
+  auto parts = outcome.ok() ? split_controller_output(outcome.out)
+                            : Result<std::map<std::string, std::string>>(make_error(outcome.message));
+  for (const auto& [node, facts] : facts_by_node) {
+    if (!parts) {
+      problems.push_back(node + ": its checks on the controller did not run: " + parts.error().message);
+    } else if (auto part = parts->find(node); part == parts->end()) {
+      problems.push_back(node + ": the controller's answer has no part for this node");
+    } else if (auto merged = merge_controller_checks(part->second, *facts); !merged) {
+      problems.push_back(node + ": " + merged.error().message);
+    }
+  }
+  return problems;
+}
+
 }  // namespace gpuexpand

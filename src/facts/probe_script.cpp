@@ -172,33 +172,17 @@ std::string probe_script(const FactsRequest& request) {
   return s;
 }
 
-namespace {
-
-std::string controller_prelude() {
+std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node) {
   std::string s = "# gpuexpand: what a node's steps need from this controller (read-only)\n";
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
-  return s;
-}
-
-std::string controller_lines(const FactsRequest& request) {
-  std::string s = check_lines(request.controller_checks);
-  for (const auto& path : request.controller_files) {
-    const std::string q = shell_quote(path);
-    s += "m digest " + q + "; if [ -f " + q + " ]; then sha256sum < " + q + " | cut -c1-64; else echo @@missing; fi\n";
+  for (const auto& [node, request] : by_node) {
+    s += "m node " + shell_quote(node) + "\n" + check_lines(request.controller_checks);
+    for (const auto& path : request.controller_files) {
+      const std::string q = shell_quote(path);
+      s += "m digest " + q + "; if [ -f " + q + " ]; then sha256sum < " + q + " | cut -c1-64; else echo @@missing; fi\n";
+    }
   }
-  return s;
-}
-
-}  // namespace
-
-std::string controller_check_script(const FactsRequest& request) {
-  return controller_prelude() + controller_lines(request) + "m end\n";
-}
-
-std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node) {
-  std::string s = controller_prelude();
-  for (const auto& [node, request] : by_node) s += "m node " + shell_quote(node) + "\n" + controller_lines(request);
   return s + "m end\n";
 }
 

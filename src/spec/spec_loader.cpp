@@ -539,11 +539,16 @@ class SpecBuilder {
         // One gres.conf line per node covers all its GPUs with one type.
         if (string_member(*slurm, "gres_conf").value_or("from_facts") == "from_facts" && slurm->contains("gres") &&
             (*slurm)["gres"].is_array()) {
-          std::string gpu_entries;
+          // The gpu entries, and the others ("nic:2").
+          std::string gpu_entries, others;
           int count = 0;
           for (const auto& entry : (*slurm)["gres"]) {
-            if (entry.is_string() && entry.get<std::string>().rfind("gpu:", 0) == 0) {
-              gpu_entries += (count++ ? ", " : "") + entry.get<std::string>();
+            if (!entry.is_string()) continue;
+            const std::string text = entry.get<std::string>();
+            if (text.rfind("gpu:", 0) == 0) {
+              gpu_entries += (count++ ? ", " : "") + text;
+            } else {
+              others += (others.empty() ? "" : ", ") + text;
             }
           }
           if (count > 1) {
@@ -554,12 +559,6 @@ class SpecBuilder {
           }
           // configless: false: the node's own gres.conf is written whole,
           // with its gpu line only.
-          std::string others;
-          for (const auto& entry : (*slurm)["gres"]) {
-            if (entry.is_string() && entry.get<std::string>().rfind("gpu:", 0) != 0) {
-              others += (others.empty() ? "" : ", ") + entry.get<std::string>();
-            }
-          }
           if (count > 0 && !others.empty() && slurm->contains("configless") && (*slurm)["configless"] == false) {
             error(at("/scheduler/slurm/gres"),
                   "scheduler.slurm.gres has GRES other than gpu (" + others +

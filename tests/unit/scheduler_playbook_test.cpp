@@ -594,14 +594,17 @@ TEST_F(SchedulerPlaybook, SlurmConfCopiedFromTheControllerWithoutConfigless) {
   std::ofstream(dir_ + "/etc/slurm.conf") << conf;
   FactsRequest here;
   here.controller_files = {dir_ + "/etc/slurm.conf", dir_ + "/etc/gres.conf"};
-  auto [rc, out] = run(controller_check_script(here));
+  auto [rc, out] = run(controller_check_script({{"node-01", here}}));
   ASSERT_EQ(rc, 0) << out;
   json facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"), testing::schema("facts-file"),
                                testing::schema("facts"))
                    .value()
                    .begin()
                    ->second;
-  ASSERT_TRUE(merge_controller_checks(out, facts)) << out;
+  CommandOutcome answer;
+  answer.exit_code = 0;
+  answer.out = out;
+  ASSERT_EQ(merge_controller_answer(answer, {{"node-01", &facts}}), std::vector<std::string>{}) << out;
   EXPECT_EQ(facts["controller_files"][dir_ + "/etc/slurm.conf"], sha256_hex(conf));
   EXPECT_TRUE(facts["controller_files"][dir_ + "/etc/gres.conf"].is_null());
   const auto problems = testing::schema("facts").validate_json(facts);

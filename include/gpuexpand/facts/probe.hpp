@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/transport/command.hpp"
 #include "gpuexpand/util/result.hpp"
 
 namespace gpuexpand {
@@ -56,21 +57,25 @@ std::string probe_script(const FactsRequest& request);
 Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
                                           const FactsRequest& request, const std::string& collected_at);
 
-// What one node needs from its controller, for `sh -s` there: the delegated
-// steps' checks and the digests of the files copied from there. Same
-// markers as the probe: "check KEY" and "digest PATH" sections, then "end".
-std::string controller_check_script(const FactsRequest& request);
-
-// Several nodes' parts in one script (`facts` and `plan` ask a controller
-// once for all its nodes, not once per node over its one session): each
-// node's sections after a "node NAME" marker. split_controller_output cuts
-// the output back into one controller_check_script output per node.
+// What nodes need from their controller, in one script for `sh -s` there
+// (`facts` and `plan` ask a controller once for all its nodes; `apply`
+// once for the nodes that asked since its last answer): per node, after a
+// "node NAME" marker, the delegated steps' checks and the digests of the
+// files copied from there. Same markers as the probe: "check KEY" and
+// "digest PATH" sections, then "end". split_controller_output cuts the
+// output back into one part per node.
 std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node);
 Result<std::map<std::string, std::string>> split_controller_output(std::string_view output);
 
-// Puts the exit codes printed by controller_check_script into
-// facts["checks"] and the digests into facts["controller_files"]. An error
-// for output that is not the script's.
+// Puts the exit codes of one node's part into facts["checks"] and the
+// digests into facts["controller_files"]. An error for output that is not
+// the script's.
 Result<void> merge_controller_checks(std::string_view output, nlohmann::json& facts);
+
+// The whole answer to controller_check_script, merged into each node's
+// facts. Returns what could not be merged, one "NODE: why" line each (those
+// nodes' delegated steps plan as "?", decided when applied).
+std::vector<std::string> merge_controller_answer(const CommandOutcome& outcome,
+                                                 const std::map<std::string, nlohmann::json*>& facts_by_node);
 
 }  // namespace gpuexpand
