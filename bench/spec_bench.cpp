@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/spec/json_schema.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
 #include "gpuexpand/util/embedded_data.hpp"

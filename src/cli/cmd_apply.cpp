@@ -15,7 +15,7 @@
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 
 namespace gpuexpand::cli {

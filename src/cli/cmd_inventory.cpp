@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 
 namespace gpuexpand::cli {

@@ -11,7 +11,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "gpuexpand/accept/fault_drill.hpp"
+#include "gpuexpand/exec/fault_drill.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"

@@ -8,8 +8,8 @@
 
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
-#include "gpuexpand/inventory/hostlist.hpp"
-#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/hostlist.hpp"
+#include "gpuexpand/util/base64.hpp"
 
 namespace gpuexpand {
 namespace {

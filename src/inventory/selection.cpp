@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
 
 namespace gpuexpand {

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 
 namespace gpuexpand {
 namespace {

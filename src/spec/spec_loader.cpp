@@ -10,7 +10,7 @@
 #include <functional>
 #include <unordered_map>
 
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/spec/merge.hpp"
 #include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/spellcheck.hpp"

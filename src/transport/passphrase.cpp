@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/base64.hpp"
 
 namespace gpuexpand {
 

@@ -1,4 +1,4 @@
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 
 #include <gtest/gtest.h>
 

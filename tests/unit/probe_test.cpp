@@ -11,7 +11,7 @@
 
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/plan.hpp"
-#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "test_support.hpp"
 

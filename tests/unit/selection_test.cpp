@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuexpand/inventory/hostlist.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "test_support.hpp"
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/transport/ssh_runner.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "local_sshd.hpp"

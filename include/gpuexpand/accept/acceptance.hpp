@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpuexpand/state/state_store.hpp"
+#include "gpuexpand/accept/check_result.hpp"
 
 namespace gpuexpand {
 

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuexpand/accept/check_result.hpp"
 #include "gpuexpand/util/result.hpp"
 
 struct sqlite3;
@@ -76,18 +77,6 @@ struct LockConflict {
   std::string holder, since;
   std::vector<std::string> nodes;  // the overlapping ones
   bool holder_alive = true;        // false: same host and the pid is gone
-};
-
-// One acceptance check on one node in one run (`check_results`): written by the
-// acceptance phase of `apply` and by `verify`, shown by `status`.
-struct CheckResult {
-  int64_t run_id = 0;
-  std::string node;
-  std::string check;   // "scheduler", "gpu", "network", "storage", "monitoring", "multinode", "fault-drill"
-  std::string status;  // "pass", "fail" or "skip"
-  std::string detail;  // why it failed / was skipped, or what was measured ("412 MB/s write")
-  double seconds = 0;
-  std::string recorded_at;  // RFC 3339 UTC, set by the caller
 };
 
 // One line of the `events` table: acts on the store itself (unlock --force).

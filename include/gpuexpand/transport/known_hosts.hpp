@@ -63,7 +63,4 @@ Result<void> append_known_host(const std::string& path, const std::string& line)
 // "SHA256:…" as ssh-keygen -l prints it.
 std::string ssh_fingerprint(const std::string& key_blob);
 
-std::string base64_encode(std::string_view data, bool pad = true);
-std::optional<std::string> base64_decode(std::string_view text);
-
 }  // namespace gpuexpand

@@ -10,7 +10,7 @@
 #include <ostream>
 #include <string>
 
-#include "gpuexpand/state/state_store.hpp"
+#include "gpuexpand/accept/check_result.hpp"
 #include "gpuexpand/transport/runner.hpp"
 
 namespace gpuexpand {

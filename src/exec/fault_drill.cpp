@@ -1,4 +1,4 @@
-#include "gpuexpand/accept/fault_drill.hpp"
+#include "gpuexpand/exec/fault_drill.hpp"
 
 #include <cstdio>
 

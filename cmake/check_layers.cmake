@@ -1,0 +1,72 @@
+# Fails when a layer includes what it may not (see src/CMakeLists.txt):
+# another layer's header that its USES do not reach, or the header of an
+# external library that only other layers link. Prints every violation as
+# FILE:LINE, then stops with an error.
+#   cmake -DROOT=<source dir> -DLAYERS="util;spec;…" -DRULES="spec=util;…"
+#         -DHEADERS="spec=yaml-cpp/,valijson/;…" -P check_layers.cmake
+# A layer's files: src/LAYER/*.{cpp,hpp} and include/gpuexpand/LAYER/*.hpp.
+
+cmake_minimum_required(VERSION 3.25)
+
+foreach(rule IN LISTS RULES)
+  if(rule MATCHES "^([a-z_]+)=(.*)$")
+    string(REPLACE "," ";" uses "${CMAKE_MATCH_2}")
+    set(uses_${CMAKE_MATCH_1} ${uses})
+  endif()
+endforeach()
+# Which layers may include each external header prefix.
+set(owned_prefixes "")
+foreach(entry IN LISTS HEADERS)
+  if(entry MATCHES "^([a-z_]+)=(.+)$")
+    set(layer ${CMAKE_MATCH_1})
+    string(REPLACE "," ";" prefixes "${CMAKE_MATCH_2}")
+    foreach(prefix IN LISTS prefixes)
+      list(APPEND owned_prefixes ${prefix})
+      list(APPEND owners_${prefix} ${layer})
+    endforeach()
+  endif()
+endforeach()
+list(REMOVE_DUPLICATES owned_prefixes)
+
+set(violations "")
+foreach(layer IN LISTS LAYERS)
+  if(NOT layer)
+    continue()
+  endif()
+  file(GLOB files RELATIVE ${ROOT}
+    ${ROOT}/src/${layer}/*.cpp ${ROOT}/src/${layer}/*.hpp ${ROOT}/include/gpuexpand/${layer}/*.hpp)
+  foreach(file IN LISTS files)
+    file(STRINGS ${ROOT}/${file} lines)
+    set(number 0)
+    foreach(line IN LISTS lines)
+      math(EXPR number "${number} + 1")
+      if(NOT line MATCHES "^[ \t]*#[ \t]*include[ \t]*[<\"]([^>\"]+)[>\"]")
+        continue()
+      endif()
+      set(header ${CMAKE_MATCH_1})
+      if(header MATCHES "^gpuexpand/([a-z_]+)/")
+        set(target ${CMAKE_MATCH_1})
+        if(NOT target STREQUAL layer AND NOT target IN_LIST uses_${layer})
+          string(REPLACE ";" ", " reach "${uses_${layer}}")
+          list(APPEND violations "${file}:${number}: layer ${layer} may not include ${header} (it uses: ${reach})")
+        endif()
+        continue()
+      endif()
+      foreach(prefix IN LISTS owned_prefixes)
+        string(FIND "${header}" "${prefix}" at)
+        if(at EQUAL 0 AND NOT layer IN_LIST owners_${prefix})
+          string(REPLACE ";" ", " owners "${owners_${prefix}}")
+          list(APPEND violations "${file}:${number}: layer ${layer} may not include <${header}> (only these layers link it: ${owners})")
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(violations)
+  foreach(violation IN LISTS violations)
+    message(NOTICE "${violation}")
+  endforeach()
+  list(LENGTH violations count)
+  message(FATAL_ERROR "${count} include(s) across layers that src/CMakeLists.txt does not allow")
+endif()
