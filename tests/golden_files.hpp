@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 
@@ -30,6 +31,9 @@ inline const GoldenExample kGoldenExamples[] = {
     {"h200-expansion", "h200-bare", "gpu-node-[001-002,033,065,077,097,128]"},
     {"k8s-rack", "k8s-bare", ""},
 };
+
+// gtest prints a parameter by its spec's name, not its bytes.
+inline void PrintTo(const GoldenExample& example, std::ostream* out) { *out << example.spec; }
 
 // The test name of an example: "lab_rack".
 inline std::string golden_example_name(const ::testing::TestParamInfo<GoldenExample>& param) {

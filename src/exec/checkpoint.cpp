@@ -2,18 +2,14 @@
 #include "gpuexpand/plan/controller.hpp"
 
 #include "gpuexpand/accept/acceptance.hpp"
-#include "gpuexpand/plan/step_decisions.hpp"
+#include "gpuexpand/steps/params.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
 namespace {
 
 using nlohmann::json;
-
-std::string text(const json& params, const char* key) {
-  auto it = params.find(key);
-  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
 
 std::string q(const std::string& s) { return shell_quote(s); }
 
@@ -24,82 +20,6 @@ std::string quoted_list(const std::set<std::string>& items) {
 }
 
 }  // namespace
-
-json PhaseTouch::to_json() const {
-  return {{"files", files},         {"directories", directories}, {"packages", packages},
-          {"services", services},   {"sysctl", sysctl_keys},      {"mounts", mount_targets},
-          {"hostname", hostname},   {"command_rollbacks", command_rollbacks},
-          {"controller_rollbacks", controller_rollbacks}};
-}
-
-PhaseTouch PhaseTouch::from_json(const json& m) {
-  PhaseTouch touch;
-  auto set_of = [&](const char* key) {
-    std::set<std::string> out;
-    for (const auto& v : m.value(key, json::array())) {
-      if (v.is_string()) out.insert(v.get<std::string>());
-    }
-    return out;
-  };
-  touch.files = set_of("files");
-  touch.directories = set_of("directories");
-  touch.packages = set_of("packages");
-  touch.services = set_of("services");
-  touch.sysctl_keys = set_of("sysctl");
-  touch.mount_targets = set_of("mounts");
-  touch.hostname = m.value("hostname", false);
-  for (const auto& v : m.value("command_rollbacks", json::array())) {
-    if (v.is_string()) touch.command_rollbacks.push_back(v.get<std::string>());
-  }
-  for (const auto& v : m.value("controller_rollbacks", json::array())) {
-    if (v.is_string()) touch.controller_rollbacks.push_back(v.get<std::string>());
-  }
-  return touch;
-}
-
-bool PhaseTouch::empty() const {
-  return files.empty() && directories.empty() && packages.empty() && services.empty() && sysctl_keys.empty() &&
-         mount_targets.empty() && !hostname && command_rollbacks.empty() && controller_rollbacks.empty();
-}
-
-PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps) {
-  PhaseTouch touch;
-  for (const auto& step : steps) {
-    const json& p = step.params;
-    const std::string& type = step.type;
-    if (type == "hostname") {
-      touch.hostname = true;
-      touch.files.insert("/etc/hostname");
-    } else if (type == "timezone") {
-      touch.files.insert("/etc/localtime");
-      touch.files.insert("/etc/timezone");
-    } else if (type == "file" || type == "line" || type == "copy") {
-      touch.files.insert(text(p, "path"));
-    } else if (type == "acceptance") {
-      touch.files.insert(kAcceptanceRecordPath);
-    } else if (type == "directory") {
-      touch.directories.insert(text(p, "path"));
-    } else if (type == "package") {
-      for (const auto& n : p.value("names", json::array())) {
-        if (n.is_string()) touch.packages.insert(n.get<std::string>().substr(0, n.get<std::string>().find('=')));
-      }
-    } else if (type == "service") {
-      touch.services.insert(text(p, "name"));
-    } else if (type == "sysctl") {
-      const json values = p.value("values", json::object());  // a temporary's items() would dangle
-      for (const auto& [key, _] : values.items()) touch.sysctl_keys.insert(key);
-    } else if (type == "mount") {
-      touch.files.insert("/etc/fstab");
-      touch.mount_targets.insert(mount_fstab_fields(p).target);
-      touch.directories.insert(mount_fstab_fields(p).target);
-    } else if (type == "command") {
-      (delegated_to_controller(step) ? touch.controller_rollbacks : touch.command_rollbacks).push_back(text(p, "rollback"));
-    }
-  }
-  touch.files.erase("");
-  touch.directories.erase("");
-  return touch;
-}
 
 std::string checkpoint_dir(int64_t run_id, const std::string& phase, const std::string& root) {
   return root + "/" + std::to_string(run_id) + "/" + phase;

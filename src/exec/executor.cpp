@@ -5,7 +5,8 @@
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/rollback.hpp"
-#include "gpuexpand/exec/step_actions.hpp"
+#include "gpuexpand/steps/action.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
 
@@ -224,9 +225,8 @@ class Execution {
   // the probes around such a phase, not for every phase's.
   bool needs_controller(const NodeRun& run, const PhasePlan& phase) const {
     if (run.controller_asked || !run.request.needs_controller()) return false;
-    return std::any_of(phase.steps.begin(), phase.steps.end(), [](const ResolvedStep& s) {
-      return delegated_to_controller(s) || (s.type == "copy" && s.params.value("src_host", std::string()) == "controller");
-    });
+    return std::any_of(phase.steps.begin(), phase.steps.end(),
+                       [](const ResolvedStep& s) { return needs_controller_facts(s); });
   }
 
   // Runs the node's checks and digests on its controller, then goes on
@@ -351,32 +351,27 @@ class Execution {
       return;
     }
     const ResolvedStep& step = run.phase.steps[run.step];
-    if (step.type == "reboot") {
-      reboot(run);
-      return;
+    switch (execution_of(step)) {
+      case StepExecution::Reboot: reboot(run); return;
+      case StepExecution::Acceptance: accept(run); return;
+      case StepExecution::CopyFromController: copy_from_controller(run); return;
+      case StepExecution::Command: break;
     }
-    if (step.type == "acceptance") {
-      accept(run);
-      return;
-    }
-    if (step.type == "copy" && step.params.value("src_host", std::string()) == "controller") {
-      copy_from_controller(run);
-      return;
-    }
+    const bool packages = installs_packages(step);
     ActionContext context;
     if (auto manager = package_manager_of(run.facts)) {
       context.package_manager = manager.value();
-    } else if (step.type == "package") {
+    } else if (packages) {
       roll_back(run, step.key, manager.error().message);
       return;
     }
-    context.refresh_package_index = step.type == "package" && !run.package_index_refreshed;
+    context.refresh_package_index = packages && !run.package_index_refreshed;
     auto action = action_for(step, context);
     if (!action) {
       roll_back(run, step.key, action.error().message);
       return;
     }
-    if (step.type == "package") run.package_index_refreshed = true;
+    if (packages) run.package_index_refreshed = true;
     CommandRequest request{action->command, action->stdin_data, {}, false};
     size_t target = run.index;
     if (delegated_to_controller(step)) {

@@ -10,22 +10,6 @@
 namespace gpuexpand {
 namespace {
 
-std::vector<std::string> names_param(const nlohmann::json& value) {
-  std::vector<std::string> out;
-  if (value.is_string()) out.push_back(value.get<std::string>());
-  if (value.is_array()) {
-    for (const auto& v : value) {
-      if (v.is_string()) out.push_back(v.get<std::string>());
-    }
-  }
-  return out;
-}
-
-std::string text_param(const nlohmann::json& params, const char* key) {
-  auto it = params.find(key);
-  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 // Checks are read-only by contract; bounded in time all the same.
 std::string check_lines(const std::map<std::string, std::string>& checks) {
   std::string s;
@@ -37,49 +21,6 @@ std::string check_lines(const std::map<std::string, std::string>& checks) {
 }
 
 }  // namespace
-
-FactsRequest facts_request_for(const std::vector<ResolvedStep>& steps) {
-  FactsRequest request;
-  for (const auto& step : steps) {
-    const auto& p = step.params;
-    const std::string& type = step.type;
-    if (type == "acceptance") {
-      request.files.insert(kAcceptanceRecordPath);
-    } else if (type == "copy") {
-      if (text_param(p, "src_host") == "controller") request.controller_files.insert(text_param(p, "src"));
-      const std::string path = text_param(p, "path");
-      if (!path.empty() && path.front() == '/') {
-        request.files.insert(path);
-        request.secret_files.insert(path);
-      }
-    } else if (type == "file" || type == "line" || type == "directory") {
-      const std::string path = text_param(p, "path");
-      if (!path.empty() && path.front() == '/') request.files.insert(path);
-    } else if (type == "package") {
-      for (std::string name : names_param(p.value("names", nlohmann::json()))) {
-        request.packages.insert(name.substr(0, name.find('=')));
-      }
-    } else if (type == "service") {
-      request.services.insert(text_param(p, "name"));
-    } else if (type == "sysctl") {
-      if (p.contains("values") && p["values"].is_object()) {
-        for (const auto& [key, _] : p["values"].items()) request.sysctl_keys.insert(key);
-      }
-    } else if (type == "command") {
-      // A check that needs the node's facts to render: on the node it
-      // stays unknown ("?"); the controller is asked once the facts are in.
-      const auto pending = p.find(kProbePending);
-      const bool check_pending = pending != p.end() && std::find(pending->begin(), pending->end(), "check") != pending->end();
-      if (delegated_to_controller(step)) {
-        (check_pending ? request.controller_unresolved : request.controller_checks)[step.key] = text_param(p, "check");
-      } else if (!check_pending) {
-        request.checks[step.key] = text_param(p, "check");
-      }
-    }
-  }
-  request.services.erase("");
-  return request;
-}
 
 FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                     const nlohmann::json& node_facts) {

@@ -4,11 +4,6 @@
 
 namespace gpuexpand {
 
-bool delegated_to_controller(const ResolvedStep& step) {
-  const auto it = step.params.find("delegate_to");
-  return step.type == "command" && it != step.params.end() && *it == "controller";
-}
-
 std::optional<ControllerHost> controller_of(const NodeSpec& node) {
   if (!node.settings) return std::nullopt;
   const nlohmann::json& s = *node.settings;

@@ -2,13 +2,11 @@
 #include <cctype>
 #include <regex>
 
-#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/plan/plan.hpp"
-#include "gpuexpand/plan/predict.hpp"
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
-#include "gpuexpand/plan/step_decisions.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -73,26 +71,6 @@ Result<json> render_value(const json& value, const json& vars, bool shell, bool 
   return value;
 }
 
-// Parameter shapes a type needs once templates are rendered; the playbook
-// loader cannot know them because `names: "{{ os.packages }}"` is a string
-// until it is rendered.
-Result<void> check_rendered_shape(const std::string& type, const json& params) {
-  auto need = [&](const char* key, bool ok, const char* what) -> Result<void> {
-    if (!params.contains(key) || ok) return {};
-    return make_error("'" + std::string(key) + "' must be " + what + ", got " + params[key].dump());
-  };
-  const auto is_list_or_string = [](const json& v) {
-    if (v.is_string()) return true;
-    if (!v.is_array()) return false;
-    return std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_string(); });
-  };
-  if (type == "sysctl") return need("values", params.contains("values") && params["values"].is_object(), "a mapping");
-  if (type == "package" || type == "kernel_module") {
-    return need("names", params.contains("names") && is_list_or_string(params["names"]), "a name or a list of names");
-  }
-  return {};
-}
-
 Result<json> render_params(const std::string& type, const json& params, const json& vars) {
   json out = json::object();
   for (const auto& [key, value] : params.items()) {
@@ -100,8 +78,12 @@ Result<json> render_params(const std::string& type, const json& params, const js
     if (!r) return make_error("'" + key + "': " + r.error().message);
     out[key] = std::move(r.value());
   }
-  if (auto shape = check_rendered_shape(type, out); !shape) return shape.error();
-  if (type == "acceptance") out["settings"] = acceptance_settings(vars);
+  // Shapes a template can get wrong, which the playbook loader cannot see
+  // (`names: "{{ os.packages }}"` is a string until it is rendered).
+  if (const StepKind* kind = find_step_kind(type)) {
+    if (auto shape = kind->check_rendered(out); !shape) return shape.error();
+    kind->add_from_variables(out, vars);
+  }
   return out;
 }
 
@@ -139,17 +121,6 @@ struct PhasePlanner {
     return {};
   }
 
-  // A copy from the controller compares with the digest the facts found
-  // there; it is pinned in the plan like a local source's, so apply refuses
-  // a file that changed on the controller since.
-  void controller_source_digest(json& params) const {
-    if (params.value("src_host", std::string()) != "controller") return;
-    const auto files = facts.find("controller_files");
-    if (files == facts.end() || !files->is_object()) return;
-    const auto digest = files->find(params.value("src", std::string()));
-    if (digest != files->end() && digest->is_string()) params["src_sha256"] = *digest;
-  }
-
   Result<void> plan_instance(const Step& step, const std::string& key) {
     if (!step.when.empty()) {
       auto condition = evaluate_condition(step.when, vars);
@@ -158,8 +129,8 @@ struct PhasePlanner {
     }
     auto params = render_params(step.type, step.params, vars);
     if (!params) return make_error(located(step, params.error().message));
-    if (step.type == "copy") controller_source_digest(params.value());
-    StepInstance instance{&step, key, std::move(params.value())};
+    if (const StepKind* kind = find_step_kind(step.type)) kind->pin_from_facts(params.value(), facts);
+    StepInstance instance{key, step.type, std::move(params.value()), step.restart_on, step.reboot_on};
     auto changes = decide_step(instance, facts, changed);
     if (!changes.empty()) {
       const bool certain = std::any_of(changes.begin(), changes.end(),

@@ -7,6 +7,7 @@
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/playbook/template.hpp"
 #include "gpuexpand/spec/yaml_document.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/embedded_data.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
@@ -140,12 +141,14 @@ class PlaybookChecker {
     check_condition(step.when, pointer + "/when");
     if (!step.label.empty()) check_template(step.label, pointer + "/label", TemplateContext::Text);
 
-    const StepTypeInfo* type = find_step_type(step.type);
-    if (!type) return step;  // the schema's enum already said so
+    const StepKind* kind = find_step_kind(step.type);
+    if (!kind) return step;  // the schema's enum already said so
+    const auto required_keys = kind->required_parameters();
+    const auto optional_keys = kind->optional_parameters();
     for (const auto& [key, value] : json.items()) {
       if (kCommonKeys.count(key) && key != "restart_on" && key != "reboot_on") continue;
-      const bool required = std::find(type->required.begin(), type->required.end(), key) != type->required.end();
-      const bool optional = std::find(type->optional.begin(), type->optional.end(), key) != type->optional.end();
+      const bool required = std::find(required_keys.begin(), required_keys.end(), key) != required_keys.end();
+      const bool optional = std::find(optional_keys.begin(), optional_keys.end(), key) != optional_keys.end();
       if (!required && !optional) {
         if (key == "restart_on" || key == "reboot_on") {
           if (!value.empty()) {
@@ -163,7 +166,7 @@ class PlaybookChecker {
       check_templates_in(value, pointer + "/" + key,
                          is_shell_parameter(key) ? TemplateContext::Shell : TemplateContext::Text);
     }
-    for (auto required : type->required) {
+    for (auto required : required_keys) {
       const std::string key(required);
       const bool present = key == "reboot_on" ? !step.reboot_on.empty() : json.contains(key);
       if (!present) {

@@ -11,7 +11,8 @@
 #include <sstream>
 
 #include "gpuexpand/exec/checkpoint.hpp"
-#include "gpuexpand/exec/step_actions.hpp"
+#include "gpuexpand/steps/action.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
 
 namespace gpuexpand {

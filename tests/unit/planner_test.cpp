@@ -10,8 +10,9 @@
 
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/plan/plan.hpp"
-#include "gpuexpand/plan/predict.hpp"
-#include "gpuexpand/plan/step_decisions.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
+#include "gpuexpand/steps/params.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "test_support.hpp"
 

@@ -13,7 +13,8 @@
 #include <fstream>
 
 #include "gpuexpand/exec/checkpoint.hpp"
-#include "gpuexpand/exec/step_actions.hpp"
+#include "gpuexpand/steps/action.hpp"
+#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"

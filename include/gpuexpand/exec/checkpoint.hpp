@@ -12,32 +12,12 @@
 #include <vector>
 
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/steps/phase_touch.hpp"
+#include "gpuexpand/steps/step_kind.hpp"  // phase_touch
 
 namespace gpuexpand {
 
 inline constexpr const char* kCheckpointRoot = "/var/lib/gpuexpand/checkpoints";
-
-// What one phase's steps may change on a node.
-struct PhaseTouch {
-  std::set<std::string> files;        // regular files and symlinks
-  std::set<std::string> directories;  // created by the phase when absent
-  std::set<std::string> packages;
-  std::set<std::string> services;
-  std::set<std::string> sysctl_keys;
-  std::set<std::string> mount_targets;
-  bool hostname = false;
-  std::vector<std::string> command_rollbacks;  // `rollback` of command steps, in step order
-  // `rollback` of command steps delegated to the scheduler's controller
-  // (delegate_to: controller), in step order: run there, not on the node,
-  // and not part of the node's checkpoint or restore scripts.
-  std::vector<std::string> controller_rollbacks;
-
-  nlohmann::json to_json() const;  // the manifest kept in the state store
-  static PhaseTouch from_json(const nlohmann::json& manifest);
-  bool empty() const;
-};
-
-PhaseTouch phase_touch(const std::vector<ResolvedStep>& steps);
 
 std::string checkpoint_dir(int64_t run_id, const std::string& phase, const std::string& root = kCheckpointRoot);
 

@@ -14,6 +14,7 @@
 
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
+#include "gpuexpand/steps/step_kind.hpp"  // delegated_to_controller
 
 namespace gpuexpand {
 
@@ -23,7 +24,6 @@ struct ControllerHost {
   bool operator==(const ControllerHost&) const = default;
 };
 
-bool delegated_to_controller(const ResolvedStep& step);
 
 // The Slurm controller a node's settings name, if any.
 std::optional<ControllerHost> controller_of(const NodeSpec& node);

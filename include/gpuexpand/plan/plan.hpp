@@ -11,35 +11,9 @@
 
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
+#include "gpuexpand/steps/step.hpp"
 
 namespace gpuexpand {
-
-enum class ChangeAction {
-  Create,   // '+': something that does not exist yet
-  Update,   // '~': exists, differs
-  Remove,   // '-': exists, must go
-  Unknown,  // '?': the facts do not say; the node decides at apply time
-};
-char action_marker(ChangeAction action);
-std::string action_name(ChangeAction action);
-std::optional<ChangeAction> parse_action(const std::string& name);
-
-struct PlannedChange {
-  std::string step;    // step id, with [label] for for_each steps: "mount[shared]"
-  std::string type;    // builtin step type
-  ChangeAction action = ChangeAction::Update;
-  std::string target;  // what changes: "/etc/chrony/chrony.conf", "package chrony"
-  std::string reason;  // why: "535.129.03 installed, 550.90.07 wanted"
-};
-
-// A step instance with every template rendered: what apply will act on,
-// recorded in the plan so `apply plan.json` does exactly what was reviewed.
-struct ResolvedStep {
-  std::string key;   // "mount[shared]" for for_each steps, else the id
-  std::string id;
-  std::string type;
-  nlohmann::json params;
-};
 
 struct PhasePlan {
   std::string phase;
@@ -100,7 +74,6 @@ std::string decision_facts_digest(const nlohmann::json& facts);
 // cannot be rendered yet is left out and its name listed under
 // kProbePending. Steps for the controller are rendered again with the
 // node's facts before the controller is asked (facts/gather.hpp).
-inline constexpr const char* kProbePending = "probe_pending";
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const nlohmann::json* facts = nullptr);
 

@@ -45,14 +45,8 @@ struct PlaybookSet {
   std::string digest;         // sha256 over all playbook texts: plans record it
 };
 
-// Which parameters each builtin type takes; the loader enforces it.
-struct StepTypeInfo {
-  std::string_view name;
-  std::vector<std::string_view> required;
-  std::vector<std::string_view> optional;
-};
-const StepTypeInfo* find_step_type(std::string_view name);
-const std::vector<StepTypeInfo>& step_types();
+// Which parameters each builtin type takes is its step kind's
+// (steps/step_kind.hpp); the loader enforces it.
 
 // Loads and checks one playbook text (schema, parameters per type, unique
 // ids, `when` syntax, template syntax, references in restart_on/reboot_on).

@@ -3,10 +3,13 @@
 // the spec reaches the shell through shell_quote; file contents travel on
 // stdin and never through a shell at all.
 
-#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "gpuexpand/plan/plan.hpp"
+#include <nlohmann/json.hpp>
+
+#include "gpuexpand/steps/step.hpp"
 #include "gpuexpand/util/result.hpp"
 
 namespace gpuexpand {

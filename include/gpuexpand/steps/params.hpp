@@ -1,40 +1,32 @@
 #pragma once
-// What each builtin step type would change on a node, decided from facts
-// alone (no round trip). Shared by `plan` and `apply`: a step that plans a
-// change is a step that applies one, and the other way round.
+// Reading rendered step parameters, shared by the kinds.
 
-#include <nlohmann/json.hpp>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "gpuexpand/plan/plan.hpp"
+#include <nlohmann/json.hpp>
+
+#include "gpuexpand/util/result.hpp"
 
 namespace gpuexpand {
-
-struct StepInstance {
-  const Step* step = nullptr;
-  std::string key;         // "mount[shared]" for for_each steps, else the id
-  nlohmann::json params;   // rendered: no templates left
-};
-
-// Earlier steps of the same phase that plan changes (for restart_on and
-// reboot_on): id -> true when a change is certain, false when only
-// unknown ('?') changes were planned.
-using ChangedSteps = std::map<std::string, bool>;
-
-std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
-                                       const ChangedSteps& changed_steps);
 
 // A rendered step parameter as text: strings as they are, other values as
 // JSON text, `fallback` when absent or null.
 std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback = "");
 // A rendered `names`-style parameter: one string, or a list of them.
 std::vector<std::string> param_names(const nlohmann::json& value);
+// A parameter only when it is a string ("" otherwise): what the probe and
+// the checkpoint read, where a path that is not text names nothing.
+std::string string_param(const nlohmann::json& params, const char* key);
+// The strings of a `names`-style parameter, other values left out.
+std::vector<std::string> string_names(const nlohmann::json& value);
 
 // A boolean parameter that may arrive as a rendered template ("true").
 bool bool_param(const nlohmann::json& params, const char* key, bool fallback);
+
+// After rendering, `key` (when present) must have the shape `ok` says:
+// "'names' must be a name or a list of names, got 5".
+Result<void> need_shape(const nlohmann::json& params, const char* key, bool ok, const char* what);
 
 // The fstab fields a mount step wants; decisions and predictions share it.
 struct FstabFields {

@@ -1,0 +1,35 @@
+#pragma once
+// What the facts probe must look at on one node: each step kind adds what
+// its decision reads (StepKind::request_facts); facts/probe.hpp turns it
+// into the script and parses the answer.
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gpuexpand {
+
+struct FactsRequest {
+  std::set<std::string> sysctl_keys;
+  std::set<std::string> packages;
+  std::set<std::string> files;     // absolute paths (files and directories)
+  std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
+  std::set<std::string> services;  // unit names without ".service"
+  std::map<std::string, std::string> checks;  // step key -> rendered check command
+  // Checks of steps delegated to the scheduler's controller (plan/controller.hpp):
+  // run there by controller_check_script, merged into the node's facts.
+  std::map<std::string, std::string> controller_checks;
+  // Files copy steps fetch from the controller (src_host: controller): their
+  // digests there become facts["controller_files"].
+  std::set<std::string> controller_files;
+  // Delegated steps whose checks need the node's facts: rendered again
+  // with them before the controller is asked (controller_request_for).
+  std::map<std::string, std::string> controller_unresolved;
+  bool needs_controller() const {
+    return !controller_checks.empty() || !controller_files.empty() || !controller_unresolved.empty();
+  }
+  std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
+};
+
+}  // namespace gpuexpand

@@ -1,0 +1,67 @@
+// acceptance: the node passed its acceptance checks with its current
+// settings (the record in kAcceptanceRecordPath says so). The checks
+// themselves are accept/'s; the executor runs them.
+
+#include "decision.hpp"
+#include "kinds.hpp"
+#include "gpuexpand/accept/acceptance.hpp"
+
+namespace gpuexpand::steps {
+namespace {
+
+using nlohmann::json;
+
+class Acceptance final : public StepKind {
+ public:
+  std::string_view name() const override { return "acceptance"; }
+  // Its settings come from the node's spec, not from the playbook.
+  std::vector<std::string_view> required_parameters() const override { return {}; }
+
+  void add_from_variables(json& params, const json& vars) const override {
+    params["settings"] = acceptance_settings(vars);
+  }
+
+  void request_facts(const ResolvedStep&, FactsRequest& request) const override {
+    request.files.insert(kAcceptanceRecordPath);
+  }
+
+  // Passed with the node's current acceptance settings, or not (yet).
+  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
+              std::vector<PlannedChange>& out) const override {
+    Decision d(step, facts, changed, out);
+    const json* files = member(facts, "files");
+    const json* f = files ? member(*files, kAcceptanceRecordPath) : nullptr;
+    const std::string wanted = acceptance_record(step.params.value("settings", json::object()));
+    if (!f) {
+      d.add(ChangeAction::Unknown, "acceptance", "record not in the facts; decided on the node");
+    } else if (!f->value("exists", false)) {
+      d.add(ChangeAction::Create, "acceptance", "not passed yet");
+    } else if (param_text(*f, "content") != wanted) {
+      d.add(ChangeAction::Update, "acceptance", "passed with other settings; checked again");
+    }
+  }
+
+  void predict(const ResolvedStep& step, json& facts) const override {
+    json& entry = file_entry(facts, kAcceptanceRecordPath);
+    entry["exists"] = true;
+    entry["content"] = acceptance_record(step.params.value("settings", json::object()));
+    entry.erase("sha256");
+  }
+
+  void touch(const ResolvedStep&, PhaseTouch& touch) const override { touch.files.insert(kAcceptanceRecordPath); }
+
+  StepExecution execution(const ResolvedStep&) const override { return StepExecution::Acceptance; }
+
+  Result<ActionCommand> action(const ResolvedStep& step, const ActionContext&) const override {
+    return make_error("step '" + step.key + "': acceptance is run by the executor");
+  }
+};
+
+}  // namespace
+
+const StepKind& acceptance_kind() {
+  static const Acceptance kind;
+  return kind;
+}
+
+}  // namespace gpuexpand::steps

@@ -1,0 +1,75 @@
+// command: a shell command with a read-only check that says whether it
+// must run, and a rollback; on the node, or on its Slurm controller
+// (delegate_to: controller).
+
+#include "decision.hpp"
+#include "kinds.hpp"
+
+#include <algorithm>
+
+namespace gpuexpand::steps {
+namespace {
+
+using nlohmann::json;
+
+class Command final : public StepKind {
+ public:
+  std::string_view name() const override { return "command"; }
+  std::vector<std::string_view> required_parameters() const override { return {"run", "check", "rollback"}; }
+  std::vector<std::string_view> optional_parameters() const override { return {"delegate_to"}; }
+
+  void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
+    const json& p = step.params;
+    // A check that needs the node's facts to render: on the node it
+    // stays unknown ("?"); the controller is asked once the facts are in.
+    const auto pending = p.find(kProbePending);
+    const bool check_pending =
+        pending != p.end() && std::find(pending->begin(), pending->end(), "check") != pending->end();
+    if (delegated_to_controller(step)) {
+      (check_pending ? request.controller_unresolved : request.controller_checks)[step.key] =
+          string_param(p, "check");
+    } else if (!check_pending) {
+      request.checks[step.key] = string_param(p, "check");
+    }
+  }
+
+  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
+              std::vector<PlannedChange>& out) const override {
+    Decision d(step, facts, changed, out);
+    const json* checks = member(facts, "checks");
+    const json* code = checks ? member(*checks, step.key) : nullptr;
+    const auto delegate = step.params.find("delegate_to");
+    const bool on_controller = delegate != step.params.end() && *delegate == "controller";
+    const std::string target = "command " + step.key + (on_controller ? " (on the controller)" : "");
+    if (!code) {
+      d.add(ChangeAction::Unknown, target, "check not run yet; decided on the node");
+    } else if (code->get<int>() != 0) {
+      d.add(ChangeAction::Update, target, "check exited " + std::to_string(code->get<int>()));
+    }
+  }
+
+  void predict(const ResolvedStep& step, json& facts) const override { facts["checks"][step.key] = 0; }
+
+  void touch(const ResolvedStep& step, PhaseTouch& touch) const override {
+    (delegated_to_controller(step) ? touch.controller_rollbacks : touch.command_rollbacks)
+        .push_back(string_param(step.params, "rollback"));
+  }
+
+  bool delegated_to_controller(const ResolvedStep& step) const override {
+    auto it = step.params.find("delegate_to");
+    return it != step.params.end() && *it == "controller";
+  }
+
+  Result<ActionCommand> action(const ResolvedStep& step, const ActionContext&) const override {
+    return ActionCommand{param_text(step.params, "run"), ""};
+  }
+};
+
+}  // namespace
+
+const StepKind& command_kind() {
+  static const Command kind;
+  return kind;
+}
+
+}  // namespace gpuexpand::steps

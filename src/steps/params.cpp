@@ -1,0 +1,118 @@
+#include "gpuexpand/steps/params.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "decision.hpp"
+
+namespace gpuexpand {
+
+using nlohmann::json;
+
+std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback) {
+  if (!params.is_object()) return fallback;
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::vector<std::string> param_names(const nlohmann::json& value) {
+  std::vector<std::string> out;
+  if (value.is_string()) {
+    out.push_back(value.get<std::string>());
+  } else if (value.is_array()) {
+    for (const auto& v : value) out.push_back(v.is_string() ? v.get<std::string>() : v.dump());
+  }
+  return out;
+}
+
+bool bool_param(const nlohmann::json& params, const char* key, bool fallback) {
+  auto it = params.find(key);
+  if (it == params.end() || it->is_null()) return fallback;
+  if (it->is_boolean()) return it->get<bool>();
+  if (it->is_string()) {
+    const std::string v = it->get<std::string>();
+    if (v == "true" || v == "yes" || v == "1") return true;
+    if (v == "false" || v == "no" || v == "0") return false;
+  }
+  return fallback;
+}
+
+FstabFields mount_fstab_fields(const nlohmann::json& params) {
+  FstabFields f;
+  f.source = param_text(params, "source");
+  f.target = param_text(params, "path");
+  const std::string type = param_text(params, "fstype");
+  // fstab(5) names: FUSE filesystems carry their helper, bind mounts have no type.
+  f.fstype = type == "sshfs" ? "fuse.sshfs" : (type == "bind" ? "none" : type);
+  const json options = params.value("options", json("defaults"));
+  if (options.is_array()) {
+    for (const auto& o : options) f.options += (f.options.empty() ? "" : ",") + (o.is_string() ? o.get<std::string>() : o.dump());
+  } else if (options.is_string()) {
+    f.options = options.get<std::string>();
+  }
+  if (f.options.empty()) f.options = "defaults";
+  if (type == "bind") f.options = f.options == "defaults" ? "bind" : "bind," + f.options;
+  return f;
+}
+
+std::string string_param(const json& params, const char* key) {
+  auto it = params.find(key);
+  return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> string_names(const json& value) {
+  std::vector<std::string> out;
+  if (value.is_string()) out.push_back(value.get<std::string>());
+  if (value.is_array()) {
+    for (const auto& v : value) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  }
+  return out;
+}
+
+Result<void> need_shape(const json& params, const char* key, bool ok, const char* what) {
+  if (!params.contains(key) || ok) return {};
+  return make_error("'" + std::string(key) + "' must be " + what + ", got " + params[key].dump());
+}
+
+bool package_version_matches(const std::string& installed, const std::string& wanted) {
+  std::string v = installed;
+  if (auto colon = v.find(':'); colon != std::string::npos && wanted.find(':') == std::string::npos) {
+    v = v.substr(colon + 1);
+  }
+  if (v == wanted) return true;
+  if (v.size() > wanted.size() && v.compare(0, wanted.size(), wanted) == 0) {
+    const char next = v[wanted.size()];
+    return next == '-' || next == '+' || next == '~';
+  }
+  return false;
+}
+
+std::string line_change_summary(const std::string& current, const std::string& wanted) {
+  const auto a = steps::split_lines(current);
+  const auto b = steps::split_lines(wanted);
+  size_t common = 0;
+  if (a.size() * b.size() <= 4'000'000) {
+    std::vector<size_t> row(b.size() + 1, 0), prev(b.size() + 1, 0);
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        row[j] = a[i - 1] == b[j - 1] ? prev[j - 1] + 1 : std::max(prev[j], row[j - 1]);
+      }
+      std::swap(row, prev);
+    }
+    common = prev[b.size()];
+  } else {
+    std::multiset<std::string> left(a.begin(), a.end());
+    for (const auto& line : b) {
+      if (auto it = left.find(line); it != left.end()) {
+        left.erase(it);
+        ++common;
+      }
+    }
+  }
+  return "+" + std::to_string(b.size() - common) + " -" + std::to_string(a.size() - common) + " lines";
+}
+
+}  // namespace gpuexpand
