@@ -46,7 +46,7 @@ std::vector<std::string> strings(const json& list) {
   return out;
 }
 
-CheckResult result(const std::string& check, const std::string& status, const std::string& detail) {
+CheckResult result(const std::string& check, CheckStatus status, const std::string& detail) {
   CheckResult r;
   r.check = check;
   r.status = status;
@@ -88,13 +88,13 @@ long gres_gpu_count(const json& slurm) {
 }
 
 CheckResult gpu_check(const json& expected, const json& facts, long gres_gpus) {
-  if (!expected.is_object()) return result("gpu", "skip", "no GPUs in the spec");
+  if (!expected.is_object()) return result("gpu", CheckStatus::Skip, "no GPUs in the spec");
   const json& gpus = member(facts, "gpus");
   const long count = number(gpus, "count", 0);
   const long wanted_count = number(expected, "expected_count", -1);
   std::vector<std::string> problems;
   if (!gpus.is_object() || (count == 0 && wanted_count != 0)) {
-    return result("gpu", "fail", "no GPU found (nvidia-smi missing or failing)");
+    return result("gpu", CheckStatus::Fail, "no GPU found (nvidia-smi missing or failing)");
   }
   if (wanted_count >= 0 && count != wanted_count) {
     problems.push_back(std::to_string(count) + " GPUs, expected " + std::to_string(wanted_count));
@@ -134,9 +134,9 @@ CheckResult gpu_check(const json& expected, const json& facts, long gres_gpus) {
   if (!problems.empty()) {
     std::string detail;
     for (const auto& p : problems) detail += (detail.empty() ? "" : "; ") + p;
-    return result("gpu", "fail", detail);
+    return result("gpu", CheckStatus::Fail, detail);
   }
-  return result("gpu", "pass", std::to_string(count) + " x " + model + ", driver " + driver);
+  return result("gpu", CheckStatus::Pass, std::to_string(count) + " x " + model + ", driver " + driver);
 }
 
 CheckResult interface_check(const json& settings, const json& facts) {
@@ -161,11 +161,11 @@ CheckResult interface_check(const json& settings, const json& facts) {
   }
   std::string detail;
   for (const auto& p : problems.empty() ? good : problems) detail += (detail.empty() ? "" : "; ") + p;
-  return result("network", problems.empty() ? "pass" : "fail", detail);
+  return result("network", problems.empty() ? CheckStatus::Pass : CheckStatus::Fail, detail);
 }
 
 void merge_into(CheckResult& into, const CheckResult& from) {
-  auto rank = [](const std::string& status) { return status == "fail" ? 2 : status == "pass" ? 1 : 0; };
+  auto rank = [](CheckStatus status) { return status == CheckStatus::Fail ? 2 : status == CheckStatus::Pass ? 1 : 0; };
   if (rank(from.status) > rank(into.status)) into.status = from.status;
   if (!from.detail.empty()) into.detail += (into.detail.empty() ? "" : "; ") + from.detail;
   into.seconds += from.seconds;
@@ -293,12 +293,12 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
     if (!member(settings, "interfaces").empty()) out.push_back(interface_check(settings, facts));
     const std::string rdma = text(settings, "rdma", "none");
     if (rdma == "none") {
-      out.push_back(result("network", "skip", "ib_write_bw: no RDMA fabric (network.rdma.kind none)"));
+      out.push_back(result("network", CheckStatus::Skip, "ib_write_bw: no RDMA fabric (network.rdma.kind none)"));
     } else if (member(member(facts, "network"), "rdma").empty()) {
-      out.push_back(result("network", "fail", "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
+      out.push_back(result("network", CheckStatus::Fail, "network.rdma.kind is " + rdma + " but the node has no RDMA device"));
     } else {
       if (rdma_pairs(facts).empty()) {
-        out.push_back(result("network", "skip",
+        out.push_back(result("network", CheckStatus::Skip,
                              active_rdma_ports(facts) < 2
                                  ? "ib_write_bw: fewer than 2 active RDMA devices: no pair to test between"
                                  : "ib_write_bw: no two active RDMA ports share a link layer and subnet (rails on "
@@ -306,12 +306,12 @@ std::vector<CheckResult> facts_checks(const json& settings, const json& facts) {
       }
     }
     if (member(facts, "gpus").is_object() && number(member(facts, "gpus"), "count", 0) < 2) {
-      out.push_back(result("network", "skip", "NCCL: fewer than 2 GPUs on the node, no all_reduce_perf"));
+      out.push_back(result("network", CheckStatus::Skip, "NCCL: fewer than 2 GPUs on the node, no all_reduce_perf"));
     }
   }
   if (wants(settings, "scheduler") && !member(settings, "slurm").is_object()) {
     const std::string kind = text(settings, "scheduler_kind", "none");
-    out.push_back(result("scheduler", "skip",
+    out.push_back(result("scheduler", CheckStatus::Skip,
                          kind == "kubernetes" ? "Kubernetes: no test pod is scheduled by gpuexpand yet"
                                               : "no scheduler in the spec"));
   }
@@ -611,9 +611,11 @@ std::vector<CheckResult> parse_acceptance_output(std::string_view output) {
     if (line.rfind("@@check ", 0) != 0) continue;
     std::istringstream fields(line.substr(8));
     CheckResult r;
-    std::string seconds;
-    if (!(fields >> r.check >> r.status >> seconds)) continue;
-    if (r.status != "pass" && r.status != "fail" && r.status != "skip") continue;
+    std::string status, seconds;
+    if (!(fields >> r.check >> status >> seconds)) continue;
+    const auto parsed = parse_check_status(status);
+    if (!parsed) continue;
+    r.status = *parsed;
     try {
       r.seconds = std::stod(seconds);
     } catch (...) {
@@ -639,7 +641,7 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
   if (!script_finished) {
     // Whatever the script did not get to must not pass on facts alone.
     for (const char* check : {"scheduler", "network", "storage", "monitoring"}) {
-      CheckResult stopped = result(check, "fail", "the check script stopped before its end");
+      CheckResult stopped = result(check, CheckStatus::Fail, "the check script stopped before its end");
       from_script.push_back(stopped);
     }
   }
@@ -648,7 +650,7 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
     if (name == "multinode") continue;  // one job over several nodes: run for the whole run
     CheckResult merged;
     merged.check = name;
-    merged.status = "skip";
+    merged.status = CheckStatus::Skip;
     bool any = false;
     for (auto* list : {&from_facts, &from_script}) {
       for (const auto& r : *list) {
@@ -667,7 +669,7 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
       const bool has_work = (name == "storage" && !member(settings, "mounts").empty()) ||
                             (name == "monitoring" && !member(settings, "exporters").empty()) ||
                             (name == "scheduler" && member(settings, "slurm").is_object());
-      merged.status = has_work ? "fail" : "skip";
+      merged.status = has_work ? CheckStatus::Fail : CheckStatus::Skip;
       merged.detail = has_work ? "no result: the check script stopped early" : "nothing to check in the spec";
     }
     out.push_back(merged);
@@ -676,13 +678,13 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
 }
 
 bool all_passed(const std::vector<CheckResult>& results) {
-  return std::none_of(results.begin(), results.end(), [](const CheckResult& r) { return r.status == "fail"; });
+  return std::none_of(results.begin(), results.end(), [](const CheckResult& r) { return r.status == CheckStatus::Fail; });
 }
 
 std::string failure_summary(const std::vector<CheckResult>& results) {
   std::string out;
   for (const auto& r : results) {
-    if (r.status == "fail") out += (out.empty() ? "" : "; ") + r.check + ": " + r.detail;
+    if (r.status == CheckStatus::Fail) out += (out.empty() ? "" : "; ") + r.check + ": " + r.detail;
   }
   return out;
 }
@@ -744,17 +746,17 @@ CheckResult multinode_result(const std::vector<std::string>& nodes, int exit_cod
   }
   std::string list;
   for (const auto& n : nodes) list += (list.empty() ? "" : ", ") + n;
-  CheckResult r = result("multinode", "pass", "one job ran on " + std::to_string(nodes.size()) + " nodes: " + list);
+  CheckResult r = result("multinode", CheckStatus::Pass, "one job ran on " + std::to_string(nodes.size()) + " nodes: " + list);
   r.seconds = seconds;
   if (exit_code == 124) {
-    r.status = "fail";
+    r.status = CheckStatus::Fail;
     r.detail = "the job over " + list + " did not run in time";
   } else if (exit_code != 0 || ran != wanted) {
     std::string tail = output.size() > 200 ? output.substr(output.size() - 200) : output;
     for (char& c : tail) {
       if (c == '\n') c = ' ';
     }
-    r.status = "fail";
+    r.status = CheckStatus::Fail;
     r.detail = "the job over " + list + " failed (exit " + std::to_string(exit_code) + "): " + tail;
   }
   return r;

@@ -12,6 +12,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/exec/multinode.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -48,10 +49,10 @@ class ConsoleJournal final : public RunJournal {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
     std::string line = r.node + "  " + r.phase + "  ";
-    if (r.status == "succeeded") {
+    if (r.status == PhaseStatus::Succeeded) {
       line += "changed (" + std::to_string(r.changes) + (r.changes == 1 ? " change, " : " changes, ") + seconds + ")";
     } else {
-      line += (r.status == "rolled-back" ? "FAILED, rolled back" : "FAILED") + std::string(" (") + seconds + ")" +
+      line += (r.status == PhaseStatus::RolledBack ? "FAILED, rolled back" : "FAILED") + std::string(" (") + seconds + ")" +
               (r.failed_step.empty() ? "" : " at step " + r.failed_step) + ": " + r.message;
     }
     std::cout << line << std::endl;
@@ -61,18 +62,18 @@ class ConsoleJournal final : public RunJournal {
   void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
     if (results.size() == 1 && results.front().check == "multinode") {  // the run-wide job, after the nodes
       const CheckResult& r = results.front();
-      std::cout << node << "  acceptance  " << (r.status == "pass" ? "pass " : "FAIL ") << r.check << ": " << r.detail
+      std::cout << node << "  acceptance  " << (r.status == CheckStatus::Pass ? "pass " : "FAIL ") << r.check << ": " << r.detail
                 << std::endl;
       return;
     }
     int passed = 0, failed = 0, skipped = 0;
-    for (const auto& r : results) ++(r.status == "pass" ? passed : r.status == "fail" ? failed : skipped);
+    for (const auto& r : results) ++(r.status == CheckStatus::Pass ? passed : r.status == CheckStatus::Fail ? failed : skipped);
     std::cout << node << "  acceptance  " << passed << " passed, " << failed << " failed, " << skipped << " skipped"
               << std::endl;
-    for (const char* status : {"fail", "skip"}) {
+    for (CheckStatus status : {CheckStatus::Fail, CheckStatus::Skip}) {
       for (const auto& r : results) {
         if (r.status != status) continue;
-        std::cout << node << "  acceptance  " << (r.status == "fail" ? "FAIL " : "skip ") << r.check << ": " << r.detail
+        std::cout << node << "  acceptance  " << (r.status == CheckStatus::Fail ? "FAIL " : "skip ") << r.check << ": " << r.detail
                   << std::endl;
       }
     }
@@ -113,8 +114,7 @@ std::optional<nlohmann::json> read_saved_plan(Context& context, const std::strin
 // node is at fault.
 bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner, const std::vector<const NodeSpec*>& nodes,
                          RunJournal& journal) {
-  std::vector<std::string> names;
-  std::vector<size_t> indexes;
+  std::vector<MultinodeMember> members;
   int timeout = 120;
   long per_job = 0;
   for (const auto& accepted : report.accepted) {
@@ -123,32 +123,18 @@ bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner, c
     if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
     for (size_t i = 0; i < nodes.size(); ++i) {
       if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
-      if (names.empty()) {
+      if (members.empty()) {
         timeout = accepted.settings.value("job_timeout", 120);
         per_job = accepted.settings.value("multinode_nodes", 0L);
       }
-      names.push_back(accepted.node);
-      indexes.push_back(i);
+      members.push_back({i, accepted.node});
     }
   }
-  const auto groups = multinode_groups(names.size(), per_job);
-  std::vector<CheckResult> results(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    std::vector<std::string> members;
-    for (size_t k : groups[g]) members.push_back(names[k]);
-    runner.submit(indexes[groups[g].front()],
-                  {multinode_command(members, timeout), "", std::chrono::seconds(timeout + 30), false},
-                  [&results, g, members](const CommandOutcome& o) {
-                    results[g] = multinode_result(members, o.ok() ? 0 : o.exit_code, o.out + o.err,
-                                                  std::chrono::duration<double>(o.duration).count());
-                  });
-  }
-  if (groups.empty()) return true;
-  runner.run();
+  const auto results = run_multinode_jobs(runner, members, timeout, per_job);
   bool passed = true;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (size_t k : groups[g]) journal.checks_recorded(names[k], {results[g]});
-    passed = passed && results[g].status == "pass";
+  for (size_t k = 0; k < results.size(); ++k) {
+    journal.checks_recorded(members[k].node, {results[k]});
+    passed = passed && results[k].status == CheckStatus::Pass;
   }
   return passed;
 }

@@ -74,17 +74,17 @@ void print_latest_checks(const std::vector<CheckResult>& checks) {
     int passed = 0, failed = 0, skipped = 0;
     std::set<int64_t> runs;
     for (const auto* c : results) {
-      ++(c->status == "pass" ? passed : c->status == "fail" ? failed : skipped);
+      ++(c->status == CheckStatus::Pass ? passed : c->status == CheckStatus::Fail ? failed : skipped);
       runs.insert(c->run_id);
     }
     std::string run_list;
     for (int64_t id : runs) run_list += (run_list.empty() ? "" : ", ") + std::to_string(id);
     std::cout << "  " << node << std::string(width - node.size() + 2, ' ') << passed << " passed, " << failed
               << " failed, " << skipped << " skipped (run" << (runs.size() == 1 ? " " : "s ") << run_list << ")\n";
-    for (const char* status : {"fail", "skip"}) {
+    for (CheckStatus status : {CheckStatus::Fail, CheckStatus::Skip}) {
       for (const auto* c : results) {
         if (c->status != status) continue;
-        std::cout << "    " << (c->status == "fail" ? "FAIL " : "skip ") << c->check
+        std::cout << "    " << (c->status == CheckStatus::Fail ? "FAIL " : "skip ") << c->check
                   << (c->detail.empty() ? "" : ": " + c->detail) << "\n";
       }
     }
@@ -116,7 +116,7 @@ int run_status(Context&, const StatusOptions& options) {
     if (!checks.empty()) {
       std::cout << "Acceptance checks:\n";
       std::vector<std::vector<std::string>> check_rows = {{"NODE", "CHECK", "STATUS", "SECONDS", "DETAIL"}};
-      for (const auto& c : checks) check_rows.push_back({c.node, c.check, c.status, seconds_text(c.seconds), c.detail});
+      for (const auto& c : checks) check_rows.push_back({c.node, c.check, std::string(check_status_name(c.status)), seconds_text(c.seconds), c.detail});
       print_table(check_rows);
     }
     std::cout << audit.size() << " remote commands recorded\n";

@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "gpuexpand/exec/fault_drill.hpp"
+#include "gpuexpand/exec/multinode.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/cli/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
@@ -44,7 +45,7 @@ void print_results(const std::string& node, const std::vector<CheckResult>& resu
   for (const auto& r : results) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
-    const char* mark = r.status == "pass" ? "pass" : r.status == "fail" ? "FAIL" : "skip";
+    const char* mark = r.status == CheckStatus::Pass ? "pass" : r.status == CheckStatus::Fail ? "FAIL" : "skip";
     std::cout << node << "  " << mark << "  " << r.check << " (" << seconds << "): " << r.detail << std::endl;
   }
 }
@@ -98,14 +99,15 @@ int run_verify(Context& context, const VerifyOptions& options) {
       if (j != i && reachable[j]) others.push_back(&facts.at(nodes[j]->name));
     }
     auto from_facts = facts_checks(settings[i], facts.at(node.name));
-    CommandRequest request{"sh -s", acceptance_script(settings[i], ping_peers(settings[i], others), AcceptanceMode::Verify,
-                                                             node_hardware(facts.at(node.name))),
-                           std::chrono::seconds(settings[i].value("job_timeout", 120) + 300), false};
+    CommandRequest request =
+        shell_script(acceptance_script(settings[i], ping_peers(settings[i], others), AcceptanceMode::Verify,
+                                       node_hardware(facts.at(node.name))),
+                     std::chrono::seconds(settings[i].value("job_timeout", 120) + 300));
     runner->submit(i, std::move(request), [&, i, from_facts](const CommandOutcome& outcome) {
       if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
         CheckResult lost;
         lost.check = "acceptance";
-        lost.status = "fail";
+        lost.status = CheckStatus::Fail;
         lost.detail = "cannot run the checks: " + outcome.message;
         results[i] = {lost};
       } else {
@@ -130,27 +132,16 @@ int run_verify(Context& context, const VerifyOptions& options) {
     if (wants && settings[i]["slurm"].is_object() && all_passed(results[i]) && !held) multinode.push_back(i);
   }
   if (multinode.size() >= 2) {
-    const int timeout = settings[multinode.front()].value("job_timeout", 120);
-    const auto groups = multinode_groups(multinode.size(), settings[multinode.front()].value("multinode_nodes", 0L));
-    std::vector<CheckResult> outcomes(groups.size());
-    for (size_t g = 0; g < groups.size(); ++g) {
-      std::vector<std::string> names;
-      for (size_t k : groups[g]) names.push_back(nodes[multinode[k]]->name);
-      runner->submit(multinode[groups[g].front()],
-                     {multinode_command(names, timeout), "", std::chrono::seconds(timeout + 30), false},
-                     [&outcomes, g, names](const CommandOutcome& o) {
-                       outcomes[g] = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
-                                                      std::chrono::duration<double>(o.duration).count());
-                     });
-    }
-    runner->run();
-    for (size_t g = 0; g < groups.size(); ++g) {
-      for (size_t k : groups[g]) results[multinode[k]].push_back(outcomes[g]);
-    }
+    std::vector<MultinodeMember> members;
+    for (size_t i : multinode) members.push_back({i, nodes[i]->name});
+    const json& first = settings[multinode.front()];
+    const auto outcomes =
+        run_multinode_jobs(*runner, members, first.value("job_timeout", 120), first.value("multinode_nodes", 0L));
+    for (size_t k = 0; k < outcomes.size(); ++k) results[multinode[k]].push_back(outcomes[k]);
   } else if (multinode.size() == 1) {
     CheckResult alone;
     alone.check = "multinode";
-    alone.status = "skip";
+    alone.status = CheckStatus::Skip;
     alone.detail = "no other node of this run passed to share a job with";
     results[multinode.front()].push_back(alone);
   }
@@ -161,7 +152,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
       // Recorded, so `status` does not keep showing an older pass.
       CheckResult lost;
       lost.check = "acceptance";
-      lost.status = "fail";
+      lost.status = CheckStatus::Fail;
       lost.detail = "unreachable: " + facts.at(nodes[i]->name).value("unreachable", std::string());
       journal.checks_recorded(nodes[i]->name, {lost});
       ++unreachable;
@@ -186,7 +177,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
       ::signal(SIGINT, SIG_DFL);
       ::signal(SIGTERM, SIG_DFL);
       journal.checks_recorded(options.fault_drill, {drill});
-      drill_ok = drill.status == "pass";
+      drill_ok = drill.status == CheckStatus::Pass;
     }
   }
   journal.flush_audit();

@@ -158,10 +158,7 @@ class Execution {
 
   void probe(NodeRun& run, Stage stage) {
     run.stage = stage;
-    CommandRequest request;
-    request.command = "sh -s";
-    request.stdin_data = probe_script(run.request);
-    runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) { probed(run, outcome); });
+    runner_.submit(run.index, shell_script(probe_script(run.request)), [this, &run](const CommandOutcome& outcome) { probed(run, outcome); });
   }
 
   void probed(NodeRun& run, const CommandOutcome& outcome) {
@@ -199,10 +196,6 @@ class Execution {
       }
     }
     run.request = std::move(next);
-    // The next probe also asks what needs these facts to render (a check
-    // that names a device file): without it such a step would stay "?",
-    // and verification does not hold a "?" against a phase.
-    run.request = facts_request_for(steps_to_probe(spec_, *run.node, playbooks_, &run.facts));
     facts_complete(run);
   }
 
@@ -261,7 +254,7 @@ class Execution {
       by_node[r->node->name] = r->request;
       targets[r->node->name] = &r->facts;
     }
-    CommandRequest request{"sh -s", controller_check_script(by_node), {}, false};
+    CommandRequest request = shell_script(controller_check_script(by_node));
     runner_.submit(controller, std::move(request), [this, controller, batch, targets](const CommandOutcome& checked) {
       for (const auto& problem : merge_controller_answer(checked, targets)) spdlog::warn("{}", problem);
       for (NodeRun* r : batch) r->controller_asked = true;
@@ -325,11 +318,11 @@ class Execution {
     run.phase_started = Clock::now();
     journal_.phase_started(run.node->name, run.phase.phase);
     run.stage = Stage::Checkpointing;
-    CommandRequest request{"sh -s", checkpoint_script(options_.run_id, run.phase.phase, run.touch), {}, false};
+    CommandRequest request = shell_script(checkpoint_script(options_.run_id, run.phase.phase, run.touch));
     runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& outcome) {
       if (!outcome.ok()) {
         // Nothing has changed yet: fail without a rollback.
-        finish_phase(run, "failed", "checkpoint", "cannot take the checkpoint: " + outcome.message);
+        finish_phase(run, PhaseStatus::Failed, "checkpoint", "cannot take the checkpoint: " + outcome.message);
         node_done(run, NodeResult::Failed, run.node->name + ": phase " + run.phase.phase + ": cannot take the checkpoint: " + outcome.message);
         return;
       }
@@ -372,7 +365,7 @@ class Execution {
       return;
     }
     if (packages) run.package_index_refreshed = true;
-    CommandRequest request{action->command, action->stdin_data, {}, false};
+    CommandRequest request = command_with_stdin(action->command, action->stdin_data);
     size_t target = run.index;
     if (delegated_to_controller(step)) {
       if (!controllers_[run.index]) {
@@ -402,7 +395,7 @@ class Execution {
       roll_back(run, step.key, "its source is on the controller, but no scheduler.slurm.controller is set");
       return;
     }
-    runner_.submit(*controllers_[run.index], {controller_source_command(step), "", {}, false},
+    runner_.submit(*controllers_[run.index], shell_command(controller_source_command(step)),
                    [this, &run](const CommandOutcome& fetched) {
                      const ResolvedStep& current = run.phase.steps[run.step];
                      if (!fetched.ok()) {
@@ -414,7 +407,7 @@ class Execution {
                        roll_back(run, current.key, action.error().message);
                        return;
                      }
-                     runner_.submit(run.index, {action->command, action->stdin_data, {}, false},
+                     runner_.submit(run.index, command_with_stdin(action->command, action->stdin_data),
                                     [this, &run](const CommandOutcome& written) {
                                       if (!written.ok()) {
                                         roll_back(run, run.phase.steps[run.step].key, written.message);
@@ -432,13 +425,13 @@ class Execution {
   static constexpr const char* kBootId = "cat /proc/sys/kernel/random/boot_id";
 
   void reboot(NodeRun& run) {
-    runner_.submit(run.index, {kBootId, "", {}, false}, [this, &run](const CommandOutcome& before) {
+    runner_.submit(run.index, shell_command(kBootId), [this, &run](const CommandOutcome& before) {
       if (!before.ok()) {
         roll_back(run, run.phase.steps[run.step].key, before.message);
         return;
       }
       const std::string old_boot = before.out;
-      runner_.submit(run.index, {"systemctl --no-block reboot", "", {}, false},
+      runner_.submit(run.index, shell_command("systemctl --no-block reboot"),
                      [this, &run, old_boot](const CommandOutcome& asked) {
                        // The connection may drop before the answer: that is the reboot.
                        if (!asked.ok() && asked.failure != FailureKind::ConnectionLost) {
@@ -451,7 +444,7 @@ class Execution {
   }
 
   void wait_for_boot(NodeRun& run, const std::string& old_boot, Clock::time_point deadline) {
-    CommandRequest probe{kBootId, "", std::chrono::seconds(10), false};
+    CommandRequest probe = shell_command(kBootId, std::chrono::seconds(10));
     probe.delay = std::chrono::seconds(2);
     runner_.submit(run.index, std::move(probe), [this, &run, old_boot, deadline](const CommandOutcome& now) {
       if (now.ok() && !now.out.empty() && now.out != old_boot) {
@@ -489,9 +482,10 @@ class Execution {
       if (&other != &run && network_ready(other)) others.push_back(&other.facts);
     }
     auto from_facts = facts_checks(settings, run.facts);
-    CommandRequest request{"sh -s", acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply,
-                                                             node_hardware(run.facts)),
-                           std::chrono::seconds(settings.value("job_timeout", 120) + 300), false};
+    CommandRequest request =
+        shell_script(acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply,
+                                       node_hardware(run.facts)),
+                     std::chrono::seconds(settings.value("job_timeout", 120) + 300));
     runner_.submit(run.index, std::move(request), [this, &run, settings, from_facts](const CommandOutcome& outcome) {
       if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
         roll_back(run, run.phase.steps[run.step].key, "cannot run the acceptance checks: " + outcome.message);
@@ -502,7 +496,7 @@ class Execution {
       journal_.checks_recorded(run.node->name, results);
       if (all_passed(results)) {
         AcceptanceCommand release = release_command(settings);
-        runner_.submit(run.index, {release.command, release.stdin_data, {}, false},
+        runner_.submit(run.index, command_with_stdin(release.command, release.stdin_data),
                        [this, &run](const CommandOutcome& released) {
                          if (!released.ok()) {
                            roll_back(run, run.phase.steps[run.step].key,
@@ -522,7 +516,7 @@ class Execution {
       // apply passes it.
       const std::string failed = failure_summary(results);
       const std::string command = "rm -f " + std::string(kAcceptanceRecordPath) + "; " + drain_command(settings, failed);
-      runner_.submit(run.index, {command, "", {}, false}, [this, &run, failed, settings](const CommandOutcome& drained) {
+      runner_.submit(run.index, shell_command(command), [this, &run, failed, settings](const CommandOutcome& drained) {
         const bool slurm = settings.value("slurm", json()).is_object();
         const std::string message =
             "acceptance failed: " + failed +
@@ -530,7 +524,7 @@ class Execution {
              : drained.ok() ? std::string(" (node drained)")
                             : "; could not drain the node: " + drained.message);
         const std::string step = run.phase.steps[run.step].key;
-        finish_phase(run, "failed", step, message);
+        finish_phase(run, PhaseStatus::Failed, step, message);
         node_done(run, NodeResult::Failed, run.node->name + ": phase " + run.phase.phase + ", step " + step + ": " + message);
       });
     });
@@ -553,7 +547,7 @@ class Execution {
     }
     run.changes_applied += static_cast<int>(run.phase.changes.size());
     run.changed_anything = true;
-    finish_phase(run, "succeeded", "", "");
+    finish_phase(run, PhaseStatus::Succeeded, "", "");
     ++run.next_phase;
     next_phase(run);
   }
@@ -562,7 +556,7 @@ class Execution {
     run.stage = Stage::RollingBack;
     run.failed_step = step;
     run.failure = why;
-    CommandRequest request{"sh -s", restore_script(options_.run_id, run.phase.phase, run.touch), {}, false};
+    CommandRequest request = shell_script(restore_script(options_.run_id, run.phase.phase, run.touch));
     runner_.submit(run.index, std::move(request), [this, &run](const CommandOutcome& restored) {
       // Then the delegated steps' rollbacks on the controller, all of them
       // even when the node's restore failed (the controller should not keep
@@ -597,22 +591,22 @@ class Execution {
                               (run.failed_step.empty() ? "" : ", step " + run.failed_step) + ": ";
     if (outcome.ok()) {
       journal_.checkpoint_restored(run.node->name, run.phase.phase);
-      finish_phase(run, "rolled-back", run.failed_step, run.failure);
+      finish_phase(run, PhaseStatus::RolledBack, run.failed_step, run.failure);
       node_done(run, run.interrupted ? NodeResult::Interrupted : NodeResult::Failed,
                 where + run.failure + " (rolled back to the checkpoint)");
     } else {
       const std::string message = run.failure + "; ROLLBACK FAILED: " + outcome.message;
-      finish_phase(run, "failed", run.failed_step, message);
+      finish_phase(run, PhaseStatus::Failed, run.failed_step, message);
       node_done(run, NodeResult::Failed, where + message);
     }
   }
 
-  void finish_phase(NodeRun& run, const std::string& status, const std::string& step, const std::string& message) {
+  void finish_phase(NodeRun& run, PhaseStatus status, const std::string& step, const std::string& message) {
     PhaseRecord record;
     record.node = run.node->name;
     record.phase = run.phase.phase;
     record.status = status;
-    record.changes = status == "succeeded" ? static_cast<int>(run.phase.changes.size()) : 0;
+    record.changes = status == PhaseStatus::Succeeded ? static_cast<int>(run.phase.changes.size()) : 0;
     record.seconds = std::chrono::duration<double>(Clock::now() - run.phase_started).count();
     record.failed_step = step;
     record.message = message;

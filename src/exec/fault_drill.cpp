@@ -17,7 +17,7 @@ struct StepOutcome {
 
 StepOutcome run_one(CommandRunner& runner, size_t node, const std::string& command, int timeout_s) {
   StepOutcome step;
-  runner.submit(node, {command, "", std::chrono::seconds(timeout_s + 30), false}, [&step](const CommandOutcome& o) {
+  runner.submit(node, shell_command(command, std::chrono::seconds(timeout_s + 30)), [&step](const CommandOutcome& o) {
     step.ran = o.ok() || o.failure == FailureKind::CommandFailed;
     step.exit_code = o.ok() ? 0 : o.exit_code;
     step.out = o.out;
@@ -64,12 +64,12 @@ CheckResult run_fault_drill(CommandRunner& runner, size_t node_index, const std:
   auto stopped = [stop] { return stop && stop->load(); };
   CheckResult result;
   result.check = "fault-drill";
-  result.status = "pass";
+  result.status = CheckStatus::Pass;
   auto note = [&](const std::string& line, double seconds, bool ok) {
     out << "fault drill " << node << ": " << (ok ? "" : "FAILED: ") << line << std::endl;
     result.detail += (result.detail.empty() ? "" : "; ") + line;
     result.seconds += seconds;
-    if (!ok) result.status = "fail";
+    if (!ok) result.status = CheckStatus::Fail;
   };
 
   const StepOutcome ready = run_one(runner, node_index, drill_precondition_command(node), 60);

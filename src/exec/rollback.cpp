@@ -34,7 +34,7 @@ void roll_back_on_controller(CommandRunner& runner, size_t controller, int64_t r
         chain->done(chain->first);
         return;
       }
-      CommandRequest request{controller_command(chain->run_id, chain->left.front()), "", {}, false};
+      CommandRequest request = shell_command(controller_command(chain->run_id, chain->left.front()));
       chain->left.erase(chain->left.begin());
       chain->runner.submit(chain->controller, std::move(request), [chain](const CommandOutcome& outcome) {
         if (chain->first.ok()) chain->first = outcome;
@@ -66,7 +66,7 @@ std::vector<NodeRollbackResult> roll_back(const std::vector<NodeRollback>& nodes
     if (k >= node.checkpoints.size()) return;
     const CheckpointRecord& c = node.checkpoints[k];
     const PhaseTouch touch = PhaseTouch::from_json(c.manifest);
-    CommandRequest request{"sh -s", restore_script(c.run_id, c.phase, touch), {}, false};
+    CommandRequest request = shell_script(restore_script(c.run_id, c.phase, touch));
     std::vector<std::string> on_controller(touch.controller_rollbacks.rbegin(), touch.controller_rollbacks.rend());
     if (!on_controller.empty() && !node.controller) {
       // Marking it restored would leave the controller's part for ever.

@@ -28,9 +28,7 @@ void StoreJournal::phase_finished(const PhaseRecord& record) {
   result.run_id = run_id_;
   result.node = record.node;
   result.phase = record.phase;
-  result.status = record.status == "succeeded"     ? PhaseStatus::Succeeded
-                  : record.status == "rolled-back" ? PhaseStatus::RolledBack
-                                                   : PhaseStatus::Failed;
+  result.status = record.status;
   result.changes = record.changes;
   result.started_at = started_at_[{record.node, record.phase}];
   result.finished_at = now_();

@@ -32,7 +32,7 @@ void ask_controller(CommandRunner& runner, const ControllerBatch& batch, FactsBy
   std::map<std::string, nlohmann::json*> targets;
   // Elements of std::map stay where they are while the runner works.
   for (const auto& [node, _] : batch.requests) targets[node] = &facts[node];
-  CommandRequest request{"sh -s", controller_check_script(batch.requests), {}, false};
+  CommandRequest request = shell_script(controller_check_script(batch.requests));
   runner.submit(batch.endpoint, std::move(request), [targets](const CommandOutcome& outcome) {
     for (const auto& problem : merge_controller_answer(outcome, targets)) spdlog::warn("{}", problem);
   });
@@ -71,10 +71,7 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
     requests[i] = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
     // The controller's handshake while the nodes are probed, not after.
     if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);
-    CommandRequest probe;
-    probe.command = "sh -s";
-    probe.stdin_data = probe_script(requests[i]);
-    runner.submit(i, std::move(probe), [&, i](const CommandOutcome& outcome) {
+    runner.submit(i, shell_script(probe_script(requests[i])), [&, i](const CommandOutcome& outcome) {
       const NodeSpec& node = *nodes[i];
       nlohmann::json& mine = facts[node.name] = node_facts(outcome, node.name, requests[i], collected_at);
       if (!controllers[i]) return;

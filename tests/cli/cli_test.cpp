@@ -83,7 +83,7 @@ void seed_store(const std::string& state, bool with_checks) {
     return begun.ok() && std::holds_alternative<int64_t>(*begun) ? std::get<int64_t>(*begun) : 0;
   };
   auto check = [](int64_t run, const char* node, const char* name, const char* status, const char* detail) {
-    return CheckResult{run, node, name, status, detail, 2.5, "2026-11-30T03:30:00Z"};
+    return CheckResult{run, node, name, *parse_check_status(status), detail, 2.5, "2026-11-30T03:30:00Z"};
   };
   int64_t apply = begin("apply", {"node-01", "node-02"}, "2026-11-30T03:00:00Z");
   for (const char* node : {"node-01", "node-02"}) {

@@ -36,7 +36,7 @@ json h200_facts() {
 
 std::string statuses(const std::vector<CheckResult>& results) {
   std::string out;
-  for (const auto& r : results) out += r.check + "=" + r.status + ": " + r.detail + "\n";
+  for (const auto& r : results) out += r.check + "=" + std::string(check_status_name(r.status)) + ": " + r.detail + "\n";
   return out;
 }
 
@@ -215,7 +215,7 @@ TEST_F(AcceptanceScript, ATransientNotRespondingIsWaitedOut) {
   s["checks"] = {"scheduler"};
   auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Apply)));
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].status, CheckStatus::Pass) << results[0].detail;
   EXPECT_NE(results[0].detail.find("state IDLE+DYNAMIC_NORM,"), std::string::npos) << results[0].detail;
 }
 
@@ -230,7 +230,7 @@ TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
   tool("dcb", "echo 'prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off'");
   auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].status, CheckStatus::Pass) << results[0].detail;
   EXPECT_NE(results[0].detail.find("gx-no-such-if0: PFC on priorities 3"), std::string::npos) << results[0].detail;
   EXPECT_NE(results[0].detail.find("gx-no-such-if0: ECN not checked: no mlx5 ECN controls in "
                                    "/sys/class/net/gx-no-such-if0/ecn"),
@@ -238,12 +238,12 @@ TEST_F(AcceptanceScript, PfcCheckedEcnSkippedWithoutControls) {
       << results[0].detail;
   tool("dcb", "echo 'prio-pfc 0:off 1:off 2:off 3:off 4:on 5:off 6:off 7:off'");
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_NE(results[0].detail.find("gx-no-such-if0: PFC on priorities 4, expected 3"), std::string::npos)
       << results[0].detail;
   tool("dcb", "exit 1");
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify)));
-  EXPECT_EQ(results[0].status, "skip") << results[0].detail;
+  EXPECT_EQ(results[0].status, CheckStatus::Skip) << results[0].detail;
   EXPECT_NE(results[0].detail.find("PFC not checked: the NIC has no DCB support"), std::string::npos);
 }
 
@@ -273,7 +273,7 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   };
   auto results = client_prints("ib_write_bw-report-gbits-roce.txt", 0);
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].status, CheckStatus::Pass) << results[0].detail;
   EXPECT_EQ(results[0].detail, "ib_write_bw mlx5_0 -> mlx5_2: 0.48 Gb/s; ib_write_bw mlx5_3 -> mlx5_0: 0.48 Gb/s");
   EXPECT_EQ(testing::read_file(dir_ + "/calls"),
             "-d mlx5_2 -i 1 -p 18515 -D 5 -F --report_gbits\n-d mlx5_0 -i 1 -p 18515 -D 5 -F --report_gbits 127.0.0.1\n"
@@ -285,7 +285,7 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
 
   s["min_rdma_gbps"] = 1;
   results = client_prints("ib_write_bw-a-report-gbits-ib-first-rows.txt", 0);
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2: 0.34 Gb/s, below the minimum 1 Gb/s"), std::string::npos)
       << results[0].detail;
 
@@ -295,7 +295,7 @@ TEST_F(AcceptanceScript, RdmaBandwidthBetweenTheNodesHcaPairs) {
   size_t clients = 0;
   for (size_t at = 0; (at = calls.find("127.0.0.1", at)) != std::string::npos; ++at) ++clients;
   EXPECT_EQ(clients, 3u) << "a server not listening yet: the client tries three times";
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_NE(results[0].detail.find("ib_write_bw mlx5_0 -> mlx5_2 failed (exit 1): Couldn't connect to "
                                    "192.168.125.211:18515"),
             std::string::npos)
@@ -337,7 +337,7 @@ TEST(RdmaPairs, OnlyPortsThatReachEachOtherInsideTheNode) {
   const json s = {{"node", "node-01"}, {"checks", {"network"}}, {"rdma", "roce"}};
   const auto skipped = facts_checks(s, rails);
   ASSERT_EQ(skipped.size(), 1u);
-  EXPECT_EQ(skipped[0].status, "skip");
+  EXPECT_EQ(skipped[0].status, CheckStatus::Skip);
   EXPECT_EQ(skipped[0].detail,
             "ib_write_bw: no two active RDMA ports share a link layer and subnet (rails on separate subnets reach "
             "each other only between nodes): no pair inside the node");
@@ -373,25 +373,25 @@ TEST_F(AcceptanceScript, NcclAllReduceOverTheNodesGpus) {
                               shell_quote(testing::source_path("tests/fixtures/nccl-tests/all_reduce_perf-ring-tail.txt")));
   auto results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
   ASSERT_EQ(results.size(), 1u);
-  EXPECT_EQ(results[0].status, "pass") << results[0].detail;
+  EXPECT_EQ(results[0].status, CheckStatus::Pass) << results[0].detail;
   EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: bus bandwidth 95.3009 GB/s");
   EXPECT_EQ(testing::read_file(dir_ + "/args"), "-b 8M -e 256M -f 2 -g 8\n");
 
   s["min_nccl_busbw"] = 150;
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: bus bandwidth 95.3009 GB/s, below the minimum 150 GB/s");
 
   tool("all_reduce_perf", "sed 's/^# Out of bounds values : 0 OK/# Out of bounds values : 3 FAILED/' " +
                               shell_quote(testing::source_path("tests/fixtures/nccl-tests/all_reduce_perf-ring-tail.txt")));
   s.erase("min_nccl_busbw");
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf over 8 GPUs: 3 out-of-bounds values");
 
   tool("all_reduce_perf", "echo 'Cuda failure common.cu:1011 no CUDA-capable device is detected' >&2; exit 1");
   results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_NE(results[0].detail.find("NCCL: all_reduce_perf over 8 GPUs failed (exit 1): Cuda failure"), std::string::npos)
       << results[0].detail;
 
@@ -399,7 +399,7 @@ TEST_F(AcceptanceScript, NcclAllReduceOverTheNodesGpus) {
   ::unlink((dir_ + "/bin/all_reduce_perf").c_str());
   if (std::system("command -v all_reduce_perf >/dev/null 2>&1") != 0) {
     results = parse_acceptance_output(run(acceptance_script(s, {}, AcceptanceMode::Verify, eight)));
-    EXPECT_EQ(results[0].status, "skip");
+    EXPECT_EQ(results[0].status, CheckStatus::Skip);
     EXPECT_EQ(results[0].detail, "NCCL: all_reduce_perf (nccl-tests) is not installed");
   }
   EXPECT_EQ(run(acceptance_script(s, {}, AcceptanceMode::Verify, {{}, 1})).find("all_reduce_perf"), std::string::npos);
@@ -428,7 +428,7 @@ TEST_F(AcceptanceScript, NoPeerIsASkipAndAStoppedScriptFails) {
   // did not report fails, even where the facts alone would pass.
   EXPECT_FALSE(acceptance_script_finished("@@check network skip 0.00 eth1: no peer\n"));
   EXPECT_TRUE(acceptance_script_finished("@@check network skip 0.00 x\n@@end\n"));
-  results = merge_check_results(s, {{0, "", "network", "pass", "eth1 up, MTU 9000", 0, ""}}, {}, false);
+  results = merge_check_results(s, {{0, "", "network", CheckStatus::Pass, "eth1 up, MTU 9000", 0, ""}}, {}, false);
   EXPECT_EQ(statuses(results),
             "network=fail: eth1 up, MTU 9000; the check script stopped before its end\n"
             "storage=fail: the check script stopped before its end\n");
@@ -441,7 +441,7 @@ TEST(Acceptance, ResultLinesMerge) {
       "noise\n@@check storage pass 0.50 /a: writable\n@@check storage fail 1.25 /b is not mounted\n"
       "@@check gpu skip 0 x\n@@check bogus maybe 1 y\n");
   ASSERT_EQ(results.size(), 2u);
-  EXPECT_EQ(results[0].status, "fail");
+  EXPECT_EQ(results[0].status, CheckStatus::Fail);
   EXPECT_EQ(results[0].detail, "/a: writable; /b is not mounted");
   EXPECT_DOUBLE_EQ(results[0].seconds, 1.75);
   EXPECT_EQ(failure_summary(results), "storage: /a: writable; /b is not mounted");
@@ -460,9 +460,9 @@ TEST(Acceptance, ReleaseDrainAndMultinodeCommands) {
   EXPECT_EQ(drain_command({{"node", "n"}}, "x"), "true") << "no Slurm: nothing to drain";
   EXPECT_EQ(multinode_command({"node-01", "node-02"}, 60),
             "timeout 60 srun -Q -N 2 -w node-01,node-02 -t 2 -J gpuexpand-multinode hostname 2>&1");
-  EXPECT_EQ(multinode_result({"node-01", "node-02"}, 0, "node-02\nnode-01\n", 1.5).status, "pass");
+  EXPECT_EQ(multinode_result({"node-01", "node-02"}, 0, "node-02\nnode-01\n", 1.5).status, CheckStatus::Pass);
   const CheckResult failed = multinode_result({"node-01", "node-02"}, 1, "srun: error: Unable to allocate\n", 1);
-  EXPECT_EQ(failed.status, "fail");
+  EXPECT_EQ(failed.status, CheckStatus::Fail);
   EXPECT_EQ(failed.detail, "the job over node-01, node-02 failed (exit 1): srun: error: Unable to allocate ");
 }
 
@@ -487,3 +487,18 @@ TEST(Acceptance, MultinodeGroups) {
 
 }  // namespace
 }  // namespace gpuexpand
+
+namespace gpuexpand::testing {
+namespace {
+
+TEST(CheckStatusWords, RoundTripAndNothingElse) {
+  for (CheckStatus status : {CheckStatus::Pass, CheckStatus::Fail, CheckStatus::Skip}) {
+    EXPECT_EQ(parse_check_status(check_status_name(status)), status);
+  }
+  EXPECT_EQ(check_status_name(CheckStatus::Skip), "skip");
+  EXPECT_EQ(parse_check_status("PASS"), std::nullopt);
+  EXPECT_EQ(parse_check_status("ok"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace gpuexpand::testing

@@ -49,7 +49,7 @@ class ScriptedRunner final : public CommandRunner {
 class PhaseLog final : public RunJournal {
  public:
   void phase_started(const std::string&, const std::string&) override {}
-  void phase_finished(const PhaseRecord& r) override { finished.push_back(r.phase + " " + r.status); }
+  void phase_finished(const PhaseRecord& r) override { finished.push_back(r.phase + " " + to_string(r.status)); }
   void checkpoint_taken(const std::string&, const std::string&, const std::string&, const json&) override {}
   void checkpoint_restored(const std::string&, const std::string&) override {}
   void checks_recorded(const std::string&, const std::vector<CheckResult>&) override {}

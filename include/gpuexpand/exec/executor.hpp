@@ -26,7 +26,7 @@ std::string to_string(NodeResult result);
 struct PhaseRecord {
   std::string node;
   std::string phase;
-  std::string status;  // "succeeded", "failed", "rolled-back"
+  PhaseStatus status = PhaseStatus::Failed;  // Succeeded, Failed (rollback failed too) or RolledBack
   int changes = 0;
   double seconds = 0;
   std::string failed_step;

@@ -138,8 +138,8 @@ class StateStore {
   Result<void> mark_checkpoint_restored(int64_t run_id, const std::string& node, const std::string& phase);
   Result<void> record_audit(const std::vector<AuditEntry>& entries);  // one transaction for the batch
   // Acceptance check results, one transaction for the batch (all or nothing): upsert on
-  // (run_id, node, check), a re-recorded check keeps its place in the order. A status other than
-  // "pass", "fail" or "skip", or an empty node or check name, refuses the whole batch.
+  // (run_id, node, check), a re-recorded check keeps its place in the order. An empty node or
+  // check name refuses the whole batch.
   Result<void> record_checks(const std::vector<CheckResult>& results);
   // unlock --force: releases every lock (or those of the given nodes), marks a run Interrupted when
   // it is still Running and no longer holds any lock, and records the act in `events` (even when

@@ -19,6 +19,29 @@ struct CommandRequest {
   std::chrono::milliseconds delay{0};
 };
 
+// Named builders, so a request never depends on the order of its fields.
+// A command line (already quoted by the engine), optionally with a timeout.
+inline CommandRequest shell_command(std::string command, std::chrono::milliseconds timeout = {}) {
+  CommandRequest request;
+  request.command = std::move(command);
+  request.timeout = timeout;
+  return request;
+}
+// A command line whose stdin carries data (a file's content, a record).
+inline CommandRequest command_with_stdin(std::string command, std::string stdin_data) {
+  CommandRequest request = shell_command(std::move(command));
+  request.stdin_data = std::move(stdin_data);
+  return request;
+}
+// A script for the node's POSIX shell, sent on stdin to `sh -s`: how the
+// probe, checkpoints, restores and acceptance checks travel (one channel,
+// no command line to quote).
+inline CommandRequest shell_script(std::string script, std::chrono::milliseconds timeout = {}) {
+  CommandRequest request = command_with_stdin("sh -s", std::move(script));
+  request.timeout = timeout;
+  return request;
+}
+
 enum class FailureKind {
   None,            // ran and exited 0
   CommandFailed,   // ran and exited non-zero (exit_code set)

@@ -1,0 +1,32 @@
+#include "gpuexpand/exec/multinode.hpp"
+
+#include <chrono>
+
+#include "gpuexpand/accept/acceptance.hpp"
+
+namespace gpuexpand {
+
+std::vector<CheckResult> run_multinode_jobs(CommandRunner& runner, const std::vector<MultinodeMember>& members,
+                                            int job_timeout_s, long per_job) {
+  if (members.size() < 2) return {};
+  const auto groups = multinode_groups(members.size(), per_job);
+  std::vector<CheckResult> by_group(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::string> names;
+    for (size_t k : groups[g]) names.push_back(members[k].node);
+    runner.submit(members[groups[g].front()].runner_index,
+                  shell_command(multinode_command(names, job_timeout_s), std::chrono::seconds(job_timeout_s + 30)),
+                  [&by_group, g, names](const CommandOutcome& o) {
+                    by_group[g] = multinode_result(names, o.ok() ? 0 : o.exit_code, o.out + o.err,
+                                                   std::chrono::duration<double>(o.duration).count());
+                  });
+  }
+  runner.run();
+  std::vector<CheckResult> out(members.size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t k : groups[g]) out[k] = by_group[g];
+  }
+  return out;
+}
+
+}  // namespace gpuexpand
