@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 
 namespace gpuexpand {
 namespace {

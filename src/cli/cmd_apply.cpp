@@ -8,11 +8,11 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
-#include "gpuexpand/exec/multinode.hpp"
+#include "gpuexpand/exec/apply_policy.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -107,38 +107,6 @@ std::optional<nlohmann::json> read_saved_plan(Context& context, const std::strin
   return document;
 }
 
-// After the nodes: Slurm jobs over the nodes that passed acceptance in this
-// run and ask for the multi-node check: one job over all of them, or jobs
-// of validation.multinode_nodes nodes each (run side by side). A failure is
-// reported (and fails the run) but drains nobody: it does not say which
-// node is at fault.
-bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner, const std::vector<const NodeSpec*>& nodes,
-                         RunJournal& journal) {
-  std::vector<MultinodeMember> members;
-  int timeout = 120;
-  long per_job = 0;
-  for (const auto& accepted : report.accepted) {
-    const auto& checks = accepted.settings.value("checks", nlohmann::json::array());
-    if (std::find(checks.begin(), checks.end(), nlohmann::json("multinode")) == checks.end()) continue;
-    if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
-      if (members.empty()) {
-        timeout = accepted.settings.value("job_timeout", 120);
-        per_job = accepted.settings.value("multinode_nodes", 0L);
-      }
-      members.push_back({i, accepted.node});
-    }
-  }
-  const auto results = run_multinode_jobs(runner, members, timeout, per_job);
-  bool passed = true;
-  for (size_t k = 0; k < results.size(); ++k) {
-    journal.checks_recorded(members[k].node, {results[k]});
-    passed = passed && results[k].status == CheckStatus::Pass;
-  }
-  return passed;
-}
-
 int run_apply(Context& context, const ApplyOptions& options) {
   // `apply plan.json` applies exactly what was reviewed: the same spec and
   // playbooks, only the nodes the plan changes, and only if their facts are
@@ -148,28 +116,16 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ClusterSpec spec = context.load_spec(spec_path);
   const PlaybookSet& playbooks = context.playbooks();
   std::vector<std::string> limits = options.limits;
-  std::map<std::string, std::string> planned_digests;
+  SavedPlanScope scope;
   if (saved_plan) {
-    if (!options.limits.empty()) throw CommandFailed{kExitError, "--limit cannot narrow a saved plan; plan again with --limit"};
-    if (spec_digest(spec) != (*saved_plan)["spec"]["sha256"]) {
-      throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + spec_path +
-                                          " changed since the plan was made; plan again"};
-    }
-    if (playbooks.digest != (*saved_plan)["playbooks_sha256"]) {
-      throw CommandFailed{kExitError, "refusing to apply " + options.spec +
-                                          ": the playbooks changed since the plan was made; plan again"};
-    }
-    std::string names;
-    for (const auto& node : (*saved_plan)["nodes"]) {
-      if (node["status"] != "changes") continue;
-      names += (names.empty() ? "" : ",") + node["name"].get<std::string>();
-      planned_digests[node["name"]] = node.value("facts_sha256", "");
-    }
-    if (names.empty()) {
+    auto allowed = saved_plan_scope(*saved_plan, spec, playbooks, options.spec, spec_path, !options.limits.empty());
+    if (!allowed) throw CommandFailed{kExitError, allowed.error().message};
+    scope = std::move(allowed.value());
+    if (scope.nodes.empty()) {
       std::cout << "The plan has nothing to change.\n";
       return kExitOk;
     }
-    limits = {names};
+    limits = {scope.nodes};
   }
   auto selected = select_nodes(spec, limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
@@ -186,21 +142,13 @@ int run_apply(Context& context, const ApplyOptions& options) {
   record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
-  int64_t run_id = 0;
-  for (int attempt = 0; attempt < 2 && run_id == 0; ++attempt) {
-    auto begun = (*store)->begin_run(record);
-    if (!begun) throw CommandFailed{kExitError, begun.error().message};
-    if (auto* id = std::get_if<int64_t>(&begun.value())) {
-      run_id = *id;
-      break;
-    }
-    const auto& conflict = std::get<LockConflict>(begun.value());
-    if (conflict.holder_alive || attempt > 0) throw CommandFailed{kExitLocked, describe(conflict)};
-    std::cout << "run " << conflict.run_id << " (" << conflict.holder
+  auto begun = begin_run_resuming(**store, record, utc_now_rfc3339(), [](const LockConflict& dead) {
+    std::cout << "run " << dead.run_id << " (" << dead.holder
               << ") was interrupted and its process is gone: taking over its nodes and resuming\n";
-    auto released = (*store)->force_unlock(conflict.nodes, lock_holder_identity() + " (resume)", utc_now_rfc3339());
-    if (!released) throw CommandFailed{kExitError, released.error().message};
-  }
+  });
+  if (!begun) throw CommandFailed{kExitError, begun.error().message};
+  if (begun->conflict) throw CommandFailed{kExitLocked, describe(*begun->conflict)};
+  const int64_t run_id = begun->run_id;
 
   ConsoleJournal console;
   StoreJournal journal(**store, run_id, &console, &utc_now_rfc3339);
@@ -208,18 +156,10 @@ int run_apply(Context& context, const ApplyOptions& options) {
 
   if (saved_plan) {
     FactsByNode now = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
-    std::vector<std::string> drifted;
-    for (const auto* node : nodes) {
-      const auto& facts = now.at(node->name);
-      if (facts.contains("unreachable") || decision_facts_digest(facts) != planned_digests[node->name]) {
-        drifted.push_back(node->name);
-      }
-    }
-    if (!drifted.empty()) {
+    if (const auto drifted = drifted_since_plan(nodes, now, scope.facts_digests); !drifted.empty()) {
       (void)(*store)->finish_run(run_id, RunStatus::Failed, kExitError, utc_now_rfc3339());
       throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + fold_hostlist(drifted) +
-                                          " changed" +
-                                          " since the plan was made (or cannot be reached); plan again"};
+                                          " changed since the plan was made (or cannot be reached); plan again"};
     }
   }
 
@@ -256,18 +196,8 @@ int run_apply(Context& context, const ApplyOptions& options) {
     }
   }
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
-  int exit_code = kExitOk;
-  if (report.interrupted || g_stop_requested.load()) {
-    exit_code = kExitInterrupted;
-  } else if (report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
-                     report.count(NodeResult::NotStarted) >
-                 0 ||
-             !multinode_ok) {
-    exit_code = kExitPartial;
-  }
-  const RunStatus status = exit_code == kExitOk           ? RunStatus::Succeeded
-                           : exit_code == kExitInterrupted ? RunStatus::Interrupted
-                                                           : RunStatus::Failed;
+  const int exit_code = apply_exit_code(report, g_stop_requested.load(), multinode_ok);
+  const RunStatus status = run_status_for(exit_code);
   if (auto finished = (*store)->finish_run(run_id, status, exit_code, utc_now_rfc3339()); !finished) {
     std::cerr << "gpuexpand: warning: " << finished.error().message << "\n";
   }

@@ -1,7 +1,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 

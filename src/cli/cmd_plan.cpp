@@ -2,7 +2,7 @@
 
 #include "audited_run.hpp"
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/inventory/selection.hpp"

@@ -1,7 +1,7 @@
 #include <iostream>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/rollback.hpp"
 #include "gpuexpand/plan/controller.hpp"
 #include "gpuexpand/inventory/selection.hpp"

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/state/state_store.hpp"
 

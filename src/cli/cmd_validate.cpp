@@ -2,7 +2,7 @@
 #include <map>
 
 #include "commands.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
 
 namespace gpuexpand::cli {

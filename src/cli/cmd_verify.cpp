@@ -14,7 +14,7 @@
 #include "gpuexpand/exec/fault_drill.hpp"
 #include "gpuexpand/exec/multinode.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/inventory/selection.hpp"

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "gpuexpand/cli/exit_codes.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/transport/passphrase.hpp"
 #include "gpuexpand/transport/ssh_config.hpp"

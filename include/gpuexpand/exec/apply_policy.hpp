@@ -1,0 +1,67 @@
+#pragma once
+// What `apply` decides around the executor, apart from how it is shown
+// (cli/cmd_apply.cpp prints): what a saved plan allows, whether its nodes
+// moved since it was made, taking over the locks of a run whose process
+// died, the multi-node check over the nodes that passed, and the run's
+// outcome as an exit code and a run status.
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/playbook/playbook.hpp"
+#include "gpuexpand/spec/cluster_spec.hpp"
+#include "gpuexpand/state/state_store.hpp"
+#include "gpuexpand/transport/runner.hpp"
+#include "gpuexpand/util/result.hpp"
+
+namespace gpuexpand {
+
+// What `apply plan.json` may touch: exactly the nodes the plan changes,
+// each only while its facts are those the plan was made from.
+struct SavedPlanScope {
+  std::string nodes;                                 // one --limit expression; empty: nothing to change
+  std::map<std::string, std::string> facts_digests;  // node -> the plan's facts_sha256
+};
+
+// Refused (with the message to print) when --limit narrows the plan, or the
+// spec or the playbooks changed since it was made. `plan_path` and
+// `spec_path` are for the messages.
+Result<SavedPlanScope> saved_plan_scope(const nlohmann::json& plan, const ClusterSpec& spec,
+                                        const PlaybookSet& playbooks, const std::string& plan_path,
+                                        const std::string& spec_path, bool limited);
+
+// The nodes whose decision facts differ now from the plan's (or that
+// cannot be reached), in the order of `nodes`.
+std::vector<std::string> drifted_since_plan(const std::vector<const NodeSpec*>& nodes, const FactsByNode& now,
+                                            const std::map<std::string, std::string>& facts_digests);
+
+// Begins the run with its node locks. A holder on this host whose process
+// is gone (SIGKILL, power loss) is taken over once, and `on_takeover`
+// hears of it first: that is the resume (recorded at `now`, RFC 3339). A
+// live holder: the conflict.
+struct RunStart {
+  int64_t run_id = 0;                     // 0 when `conflict` is set
+  std::optional<LockConflict> conflict;   // a live run holds some of the nodes
+};
+Result<RunStart> begin_run_resuming(StateStore& store, const RunRecord& record, const std::string& now,
+                                    const std::function<void(const LockConflict&)>& on_takeover);
+
+// After the nodes: the multi-node check over the nodes that passed
+// acceptance in this run and ask for it (run_multinode_jobs). A failure
+// fails the run but drains nobody: it does not say which node is at fault.
+bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner,
+                         const std::vector<const NodeSpec*>& nodes, RunJournal& journal);
+
+// kExitOk: every node converged; kExitInterrupted: stopped by a signal;
+// kExitPartial: a node failed, was unreachable or not started, or the
+// multi-node check failed.
+int apply_exit_code(const ExecutionReport& report, bool stop_requested, bool multinode_ok);
+RunStatus run_status_for(int exit_code);
+
+}  // namespace gpuexpand

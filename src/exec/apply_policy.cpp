@@ -1,0 +1,98 @@
+#include "gpuexpand/exec/apply_policy.hpp"
+
+#include <algorithm>
+
+#include "gpuexpand/exec/multinode.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
+
+namespace gpuexpand {
+
+Result<SavedPlanScope> saved_plan_scope(const nlohmann::json& plan, const ClusterSpec& spec,
+                                        const PlaybookSet& playbooks, const std::string& plan_path,
+                                        const std::string& spec_path, bool limited) {
+  if (limited) return make_error("--limit cannot narrow a saved plan; plan again with --limit");
+  if (spec_digest(spec) != plan["spec"]["sha256"]) {
+    return make_error("refusing to apply " + plan_path + ": " + spec_path + " changed since the plan was made; plan again");
+  }
+  if (playbooks.digest != plan["playbooks_sha256"]) {
+    return make_error("refusing to apply " + plan_path + ": the playbooks changed since the plan was made; plan again");
+  }
+  SavedPlanScope scope;
+  for (const auto& node : plan["nodes"]) {
+    if (node["status"] != "changes") continue;
+    scope.nodes += (scope.nodes.empty() ? "" : ",") + node["name"].get<std::string>();
+    scope.facts_digests[node["name"]] = node.value("facts_sha256", "");
+  }
+  return scope;
+}
+
+std::vector<std::string> drifted_since_plan(const std::vector<const NodeSpec*>& nodes, const FactsByNode& now,
+                                            const std::map<std::string, std::string>& facts_digests) {
+  std::vector<std::string> drifted;
+  for (const auto* node : nodes) {
+    const auto facts = now.find(node->name);
+    const auto planned = facts_digests.find(node->name);
+    if (facts == now.end() || facts->second.contains("unreachable") || planned == facts_digests.end() ||
+        decision_facts_digest(facts->second) != planned->second) {
+      drifted.push_back(node->name);
+    }
+  }
+  return drifted;
+}
+
+Result<RunStart> begin_run_resuming(StateStore& store, const RunRecord& record, const std::string& now,
+                                    const std::function<void(const LockConflict&)>& on_takeover) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto begun = store.begin_run(record);
+    if (!begun) return begun.error();
+    if (auto* id = std::get_if<int64_t>(&begun.value())) return RunStart{*id, std::nullopt};
+    const auto& conflict = std::get<LockConflict>(begun.value());
+    if (conflict.holder_alive || attempt > 0) return RunStart{0, conflict};
+    if (on_takeover) on_takeover(conflict);
+    auto released = store.force_unlock(conflict.nodes, lock_holder_identity() + " (resume)", now);
+    if (!released) return released.error();
+  }
+  return make_error("unreachable");  // the loop returns on its second attempt
+}
+
+bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner,
+                         const std::vector<const NodeSpec*>& nodes, RunJournal& journal) {
+  std::vector<MultinodeMember> members;
+  int timeout = 120;
+  long per_job = 0;
+  for (const auto& accepted : report.accepted) {
+    const auto& checks = accepted.settings.value("checks", nlohmann::json::array());
+    if (std::find(checks.begin(), checks.end(), nlohmann::json("multinode")) == checks.end()) continue;
+    if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
+      if (members.empty()) {
+        timeout = accepted.settings.value("job_timeout", 120);
+        per_job = accepted.settings.value("multinode_nodes", 0L);
+      }
+      members.push_back({i, accepted.node});
+    }
+  }
+  const auto results = run_multinode_jobs(runner, members, timeout, per_job);
+  bool passed = true;
+  for (size_t k = 0; k < results.size(); ++k) {
+    journal.checks_recorded(members[k].node, {results[k]});
+    passed = passed && results[k].status == CheckStatus::Pass;
+  }
+  return passed;
+}
+
+int apply_exit_code(const ExecutionReport& report, bool stop_requested, bool multinode_ok) {
+  if (report.interrupted || stop_requested) return kExitInterrupted;
+  const size_t not_converged = report.count(NodeResult::Failed) + report.count(NodeResult::Unreachable) +
+                               report.count(NodeResult::NotStarted);
+  return not_converged > 0 || !multinode_ok ? kExitPartial : kExitOk;
+}
+
+RunStatus run_status_for(int exit_code) {
+  return exit_code == kExitOk            ? RunStatus::Succeeded
+         : exit_code == kExitInterrupted ? RunStatus::Interrupted
+                                         : RunStatus::Failed;
+}
+
+}  // namespace gpuexpand
