@@ -143,6 +143,7 @@ class Execution {
     start_next_batch();
   }
 
+  Clock::time_point now() const { return options_.clock(); }
   bool stop_requested() const { return options_.stop_requested && options_.stop_requested->load(); }
 
   // ------------------------------------------------------------ per node
@@ -315,7 +316,7 @@ class Execution {
     run.step = 0;
     run.failed_step.clear();
     run.failure.clear();
-    run.phase_started = Clock::now();
+    run.phase_started = now();
     journal_.phase_started(run.node->name, run.phase.phase);
     run.stage = Stage::Checkpointing;
     CommandRequest request = shell_script(checkpoint_script(options_.run_id, run.phase.phase, run.touch));
@@ -438,7 +439,7 @@ class Execution {
                          roll_back(run, run.phase.steps[run.step].key, asked.message);
                          return;
                        }
-                       wait_for_boot(run, old_boot, Clock::now() + std::chrono::minutes(10));
+                       wait_for_boot(run, old_boot, now() + std::chrono::minutes(10));
                      });
     });
   }
@@ -446,13 +447,13 @@ class Execution {
   void wait_for_boot(NodeRun& run, const std::string& old_boot, Clock::time_point deadline) {
     CommandRequest probe = shell_command(kBootId, std::chrono::seconds(10));
     probe.delay = std::chrono::seconds(2);
-    runner_.submit(run.index, std::move(probe), [this, &run, old_boot, deadline](const CommandOutcome& now) {
-      if (now.ok() && !now.out.empty() && now.out != old_boot) {
+    runner_.submit(run.index, std::move(probe), [this, &run, old_boot, deadline](const CommandOutcome& boot) {
+      if (boot.ok() && !boot.out.empty() && boot.out != old_boot) {
         ++run.step;  // back with a new boot: carry on
         apply_next_step(run);
         return;
       }
-      if (Clock::now() > deadline) {
+      if (now() > deadline) {
         roll_back(run, run.phase.steps[run.step].key, "the node did not come back from the reboot within 10 minutes");
         return;
       }
@@ -607,7 +608,7 @@ class Execution {
     record.phase = run.phase.phase;
     record.status = status;
     record.changes = status == PhaseStatus::Succeeded ? static_cast<int>(run.phase.changes.size()) : 0;
-    record.seconds = std::chrono::duration<double>(Clock::now() - run.phase_started).count();
+    record.seconds = std::chrono::duration<double>(now() - run.phase_started).count();
     record.failed_step = step;
     record.message = message;
     journal_.phase_finished(record);

@@ -244,3 +244,76 @@ TEST(Executor, ACheckRenderedWithOlderFactsDoesNotDecide) {
 
 }  // namespace
 }  // namespace gpuexpand
+
+namespace gpuexpand {
+namespace {
+
+// A driver step that asks for a reboot, against a node whose boot id
+// changes after `polls_until_back` polls (never, when negative), with a
+// clock that moves a minute per reading: the 10-minute deadline is
+// reached in milliseconds.
+struct RebootRun {
+  ExecutionReport report;
+  std::vector<std::string> finished;
+  int boot_polls = 0;
+};
+
+RebootRun run_reboot(int polls_until_back) {
+  auto loaded = testing::load_spec(testing::minimal_spec());
+  EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("gpu-driver", 2,
+                                   "  - {id: driver, type: command, check: check-driver, run: run-driver, rollback: 'true'}\n"
+                                   "  - {id: reboot, type: reboot, reboot_on: [driver]}\n"));
+  RebootRun result;
+  bool driver_ran = false, rebooted = false;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) {
+    if (request.stdin_data.rfind("# gpuexpand facts probe", 0) == 0) {
+      return ok(std::string("\n@@gpx:hostname\nn1\n\n@@gpx:check driver\n") + (driver_ran ? "0" : "1") +
+                "\n\n@@gpx:end\n");
+    }
+    if (request.command == "run-driver") driver_ran = true;
+    if (request.command == "systemctl --no-block reboot") rebooted = true;
+    if (request.command == "cat /proc/sys/kernel/random/boot_id") {
+      if (!rebooted) return ok("boot-1\n");
+      ++result.boot_polls;
+      const bool back = polls_until_back >= 0 && result.boot_polls > polls_until_back;
+      return ok(back ? "boot-2\n" : "boot-1\n");
+    }
+    return ok();  // checkpoint, restore
+  });
+  auto fake_now = std::chrono::steady_clock::time_point{};
+  ExecutorOptions options;
+  options.run_id = 5;
+  options.clock = [&fake_now] { return fake_now += std::chrono::minutes(1); };
+  PhaseLog journal;
+  std::vector<const NodeSpec*> nodes{&spec.nodes[0]};
+  result.report = execute(spec, nodes, playbooks, runner, journal, options);
+  result.finished = journal.finished;
+  return result;
+}
+
+TEST(Executor, ANodeBackFromItsRebootCarriesOn) {
+  const RebootRun run = run_reboot(3);
+  ASSERT_EQ(run.report.nodes.size(), 1u);
+  EXPECT_EQ(run.report.nodes[0].result, NodeResult::Changed) << run.report.nodes[0].message;
+  EXPECT_EQ(run.finished, std::vector<std::string>{"gpu-driver succeeded"});
+  EXPECT_EQ(run.boot_polls, 4);
+}
+
+TEST(Executor, ANodeThatDoesNotComeBackWithinTheDeadlineIsRolledBack) {
+  const RebootRun run = run_reboot(-1);
+  ASSERT_EQ(run.report.nodes.size(), 1u);
+  EXPECT_EQ(run.report.nodes[0].result, NodeResult::Failed);
+  EXPECT_NE(run.report.nodes[0].message.find("the node did not come back from the reboot within 10 minutes"),
+            std::string::npos)
+      << run.report.nodes[0].message;
+  EXPECT_EQ(run.finished, std::vector<std::string>{"gpu-driver rolled-back"});
+  // One reading per poll after the deadline was set ten readings on: about ten polls, not an endless wait.
+  EXPECT_GE(run.boot_polls, 9);
+  EXPECT_LE(run.boot_polls, 12);
+}
+
+}  // namespace
+}  // namespace gpuexpand

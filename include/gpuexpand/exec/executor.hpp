@@ -8,6 +8,7 @@
 // runner's callbacks, so one thread drives every node.
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -57,6 +58,9 @@ struct ExecutorOptions {
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: finish the step, roll back, start nothing
   std::string collected_at;                            // timestamp for facts documents
   std::string until_phase;  // stop after this phase (empty: all seven)
+  // The executor's clock (phase durations, the reboot deadline); tests
+  // inject one that runs faster than the wall.
+  std::function<std::chrono::steady_clock::time_point()> clock = [] { return std::chrono::steady_clock::now(); };
 };
 
 struct NodeReport {
