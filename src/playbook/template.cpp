@@ -1,5 +1,7 @@
 #include "gpuexpand/playbook/template.hpp"
 
+#include "gpuexpand/playbook/shell_tracker.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -536,125 +538,6 @@ Result<std::string> insert(const json& v, const std::string& label, TemplateCont
   }
   return out;
 }
-
-// ------------------------------------------------------- shell placement
-
-// Follows just enough POSIX shell syntax through the literal parts of a
-// command line to know where the next placeholder lands. shell_quote output
-// is one inert word only where a bare word could stand; inside quotes the
-// added quotes flip the quoting, inside a comment or here-document quotes are
-// not parsed at all, and after a backslash the first quote is escaped.
-class ShellTracker {
- public:
-  void feed(std::string_view literal) {
-    for (char c : literal) step(c);
-  }
-  // A placeholder expands to word characters.
-  void feed_word() {
-    prev_ = 'x';
-    less_run_ = 0;
-  }
-
-  std::optional<std::string> unsafe_reason() const {
-    if (escaped_) return "right after a backslash";
-    // "${{ x }}" would render $'x': bash's ANSI-C quoting, where \' inside
-    // the value no longer ends the string (and a bare word becomes $word).
-    if (prev_ == '$') return "right after '$'";
-    switch (stack_.back()) {
-      case State::Single:
-      case State::AnsiC:
-        return "inside single quotes";
-      case State::Double:
-        return "inside double quotes";
-      case State::Backquote:
-        return "inside backquotes";
-      case State::Brace:
-        return "inside ${...}";
-      case State::Arith:
-        return "inside an arithmetic expression";
-      case State::Comment:
-        return "inside a comment";
-      case State::Plain:
-      case State::Group:
-        break;
-    }
-    if (heredoc_ || less_run_ == 2) return "after a here-document operator '<<'";
-    return std::nullopt;
-  }
-
- private:
-  // Group: $( ... ) or ( ... ), where quoting starts afresh.
-  // Arith: $(( ... )) and (( ... )), where bash re-evaluates quoted text.
-  // AnsiC: bash's $'...', where \' does not end the string.
-  enum class State { Plain, Group, Single, AnsiC, Double, Backquote, Brace, Arith, Comment };
-
-  void step(char c) {
-    const State top = stack_.back();
-    if (escaped_) {
-      escaped_ = false;
-      prev_ = 'x';
-      return;
-    }
-    const bool code = top == State::Plain || top == State::Group || top == State::Arith;
-    if (code) {
-      // "<<" starts a here-document whose body is not parsed for quotes;
-      // "<<<" is a harmless here-string.
-      if (c == '<') {
-        ++less_run_;
-      } else {
-        if (less_run_ == 2) heredoc_ = true;
-        less_run_ = 0;
-      }
-    }
-    switch (top) {
-      case State::Comment:
-        if (c == '\n') stack_.pop_back();
-        break;
-      case State::Single:
-        if (c == '\'') stack_.pop_back();
-        break;
-      case State::Brace:
-        if (c == '}') stack_.pop_back();
-        break;
-      case State::AnsiC:
-        if (c == '\\') escaped_ = true;
-        if (c == '\'') stack_.pop_back();
-        break;
-      case State::Backquote:
-        if (c == '\\') escaped_ = true;
-        if (c == '`') stack_.pop_back();
-        break;
-      case State::Double:
-        if (c == '\\') escaped_ = true;
-        if (c == '"') stack_.pop_back();
-        if (c == '`') stack_.push_back(State::Backquote);
-        if (c == '(' && prev_ == '$') stack_.push_back(State::Group);
-        if (c == '{' && prev_ == '$') stack_.push_back(State::Brace);
-        break;
-      case State::Plain:
-      case State::Group:
-      case State::Arith:
-        if (c == '\\') escaped_ = true;
-        if (c == '\'') stack_.push_back(prev_ == '$' ? State::AnsiC : State::Single);
-        if (c == '"') stack_.push_back(State::Double);
-        if (c == '`') stack_.push_back(State::Backquote);
-        if (c == '{' && prev_ == '$') stack_.push_back(State::Brace);
-        if (c == '(') stack_.push_back(prev_ == '(' ? State::Arith : State::Group);
-        if (c == ')' && top != State::Plain) stack_.pop_back();
-        if (c == '#' && std::string_view(" \t\n;&|()<>").find(prev_) != std::string_view::npos) {
-          stack_.push_back(State::Comment);
-        }
-        break;
-    }
-    prev_ = c;
-  }
-
-  std::vector<State> stack_{State::Plain};
-  bool escaped_ = false;
-  bool heredoc_ = false;
-  int less_run_ = 0;
-  char prev_ = '\n';
-};
 
 // --------------------------------------------------------------- driver
 
