@@ -1,0 +1,205 @@
+#include "ssh_runner_impl.hpp"
+
+namespace gpuexpand {
+
+void SshRunner::Impl::start_connect(Connection& c) {
+  if (known_hosts_error) {
+    fail_connection(c, FailureKind::HostKeyUnknown, who(c) + ": " + *known_hosts_error);
+    return;
+  }
+  if (c.via >= 0) {
+    start_tunnel(c);
+    return;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(c.endpoint.port);
+  const int rc = ::getaddrinfo(c.endpoint.address.c_str(), port.c_str(), &hints, &found);
+  if (rc != 0 || !found) {
+    fail_connection(c, FailureKind::Unresolvable, who(c) + ": cannot resolve: " + gai_strerror(rc));
+    return;
+  }
+  c.fd = ::socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, found->ai_protocol);
+  if (c.fd < 0) {
+    ::freeaddrinfo(found);
+    fail_connection(c, FailureKind::Protocol, who(c) + ": socket: " + std::strerror(errno));
+    return;
+  }
+  const int one = 1;
+  ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const int connected = ::connect(c.fd, found->ai_addr, found->ai_addrlen);
+  const int saved = errno;
+  ::freeaddrinfo(found);
+  c.connect_deadline = Clock::now() + options.connect_timeout;
+  c.stage = Stage::Connecting;
+  if (connected != 0 && saved != EINPROGRESS) {
+    connect_failed(c, saved);
+  }
+}
+
+void SshRunner::Impl::connect_failed(Connection& c, int error) {
+  const std::string port = c.endpoint.port == 22 ? "" : " port " + std::to_string(c.endpoint.port);
+  if (error == ECONNREFUSED) {
+    fail_connection(c, FailureKind::Refused, who(c) + ": connection refused" + port);
+  } else if (error == ETIMEDOUT) {
+    fail_connection(c, FailureKind::ConnectTimeout, who(c) + ": connection timed out");
+  } else {
+    fail_connection(c, FailureKind::Refused, who(c) + ": cannot connect" + port + ": " + std::strerror(error));
+  }
+}
+
+void SshRunner::Impl::step_connecting(Connection& c) {
+  if (!(c.revents & (POLLOUT | POLLERR | POLLHUP))) return;
+  int error = 0;
+  socklen_t length = sizeof error;
+  ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &error, &length);
+  if (error != 0) {
+    connect_failed(c, error);
+    return;
+  }
+  c.session = libssh2_session_init();
+  if (!c.session) {
+    fail_connection(c, FailureKind::Protocol, who(c) + ": cannot create an SSH session");
+    return;
+  }
+  libssh2_session_set_blocking(c.session, 0);
+  prefer_known_key_types(c);
+  c.stage = Stage::Handshake;
+  step_handshake(c);
+}
+
+// Ask for the key type known_hosts has for this host first, so a host
+// with several keys presents the one we can verify.
+void SshRunner::Impl::prefer_known_key_types(Connection& c) {
+  const auto types = known_hosts.key_types_for(c.endpoint.address, c.endpoint.port);
+  if (!types.empty()) {
+    std::string preference;
+    for (const auto& t : types) preference += (preference.empty() ? "" : ",") + t;
+    libssh2_session_method_pref(c.session, LIBSSH2_METHOD_HOSTKEY, preference.c_str());
+  }
+}
+
+void SshRunner::Impl::step_handshake(Connection& c) {
+  const int rc = libssh2_session_handshake(c.session, session_socket(c));
+  if (rc == LIBSSH2_ERROR_EAGAIN) return;
+  if (rc != 0) {
+    fail_connection(c, FailureKind::Protocol, who(c) + ": SSH handshake failed: " + last_error(c.session));
+    return;
+  }
+  if (!verify_host_key(c)) return;
+  if (options.keepalive_interval_s > 0) {
+    libssh2_keepalive_config(c.session, 1, static_cast<unsigned>(options.keepalive_interval_s));
+  }
+  c.stage = Stage::Authenticating;
+  step_authenticating(c);
+}
+
+bool SshRunner::Impl::verify_host_key(Connection& c) {
+  size_t length = 0;
+  int type = 0;
+  const char* key = libssh2_session_hostkey(c.session, &length, &type);
+  if (!key) {
+    fail_connection(c, FailureKind::Protocol, who(c) + ": the server sent no host key");
+    return false;
+  }
+  const std::string blob(key, length);
+  const std::string type_name = key_type_name(type);
+  const HostKeyCheck check = known_hosts.check(c.endpoint.address, c.endpoint.port, type_name, blob);
+  switch (check.verdict) {
+    case HostKeyVerdict::Match:
+      return true;
+    case HostKeyVerdict::Revoked:
+      fail_connection(c, FailureKind::HostKeyChanged,
+                      who(c) + ": the host key " + ssh_fingerprint(blob) + " is marked @revoked in " +
+                          options.known_hosts);
+      return false;
+    case HostKeyVerdict::Changed: {
+      std::string known;
+      for (const auto* entry : check.known) {
+        if (entry->revoked) continue;
+        known += (known.empty() ? "" : ", ") + entry->key_type + " " + ssh_fingerprint(entry->key_blob) +
+                 " (" + options.known_hosts + ":" + std::to_string(entry->line) + ")";
+      }
+      fail_connection(c, FailureKind::HostKeyChanged,
+                      who(c) + ": HOST KEY CHANGED: known_hosts has " + known + ", the host presented " +
+                          type_name + " " + ssh_fingerprint(blob) +
+                          "; refusing to connect (if the node was reinstalled, remove the old line)");
+      return false;
+    }
+    case HostKeyVerdict::Unknown:
+      break;
+  }
+  if (!options.accept_new_host_keys) {
+    fail_connection(c, FailureKind::HostKeyUnknown,
+                    who(c) + ": host key " + type_name + " " + ssh_fingerprint(blob) + " is not in " +
+                        options.known_hosts + " (verify it, then add it, or pass --accept-new-host-keys)");
+    return false;
+  }
+  const std::string line = known_hosts_line(c.endpoint.address, c.endpoint.port, type_name, blob);
+  if (auto appended = append_known_host(options.known_hosts, line); !appended) {
+    fail_connection(c, FailureKind::HostKeyUnknown, who(c) + ": " + appended.error().message);
+    return false;
+  }
+  // Other nodes may share this key (a cloned image): read the file back.
+  if (auto reloaded = KnownHosts::load(options.known_hosts)) known_hosts = std::move(reloaded.value());
+  return true;
+}
+
+void SshRunner::Impl::step_authenticating(Connection& c) {
+  const std::string& user = c.endpoint.user;
+  const auto user_length = static_cast<unsigned>(user.size());
+  int rc = 0;
+  if (!c.identity_file.empty()) {
+    rc = libssh2_userauth_publickey_fromfile_ex(c.session, user.c_str(), user_length, nullptr,
+                                                c.identity_file.c_str(),
+                                                c.passphrase.empty() ? nullptr : c.passphrase.c_str());
+  } else {
+    rc = authenticate_with_agent(c);
+  }
+  if (rc == LIBSSH2_ERROR_EAGAIN) return;
+  if (rc != 0) {
+    fail_connection(c, FailureKind::AuthFailed, auth_failure_message(c, rc));
+    return;
+  }
+  c.stage = Stage::Ready;
+}
+
+int SshRunner::Impl::authenticate_with_agent(Connection& c) {
+  if (!c.agent) {
+    c.agent = libssh2_agent_init(c.session);
+    if (!c.agent || libssh2_agent_connect(c.agent) != 0 || libssh2_agent_list_identities(c.agent) != 0) {
+      return LIBSSH2_ERROR_AGENT_PROTOCOL;
+    }
+    if (libssh2_agent_get_identity(c.agent, &c.agent_identity, nullptr) != 0) return LIBSSH2_ERROR_AGENT_PROTOCOL;
+  }
+  for (;;) {
+    const int rc = libssh2_agent_userauth(c.agent, c.endpoint.user.c_str(), c.agent_identity);
+    if (rc == 0 || rc == LIBSSH2_ERROR_EAGAIN) return rc;
+    libssh2_agent_publickey* previous = c.agent_identity;
+    if (libssh2_agent_get_identity(c.agent, &c.agent_identity, previous) != 0) return rc;
+  }
+}
+
+std::string SshRunner::Impl::auth_failure_message(Connection& c, int rc) {
+  const std::string base = who(c) + ": authentication as " + c.endpoint.user + " failed: ";
+  if (c.identity_file.empty()) {
+    return base + (rc == LIBSSH2_ERROR_AGENT_PROTOCOL ? "no identity_file and no usable ssh-agent"
+                                                      : "the agent's keys were refused");
+  }
+  if (rc == LIBSSH2_ERROR_FILE) {
+    return base + "cannot use the key " + c.identity_file +
+           " (missing, unreadable, or a wrong passphrase: " + last_error(c.session) + ")";
+  }
+  if (looks_like_rsa_key(c.identity_file)) {
+    return base + "the server refused the RSA key " + c.identity_file +
+           "; this libssh2 signs RSA only with SHA-1 (ssh-rsa), which modern sshd rejects: use an ed25519 or "
+           "ECDSA key";
+  }
+  return base + "the key " + c.identity_file + " was refused (is it in ~" + c.endpoint.user +
+         "/.ssh/authorized_keys?)";
+}
+
+}  // namespace gpuexpand

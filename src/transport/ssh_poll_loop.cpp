@@ -1,0 +1,177 @@
+#include "ssh_runner_impl.hpp"
+
+namespace gpuexpand {
+
+void SshRunner::Impl::step(Connection& c) {
+  switch (c.stage) {
+    case Stage::Connecting: step_connecting(c); break;
+    case Stage::Handshake: step_handshake(c); break;
+    case Stage::Authenticating: step_authenticating(c); break;
+    case Stage::Ready:
+      // connect(): the session is up, which is all that was asked.
+      while (!c.queue.empty() && c.channel_stage == ChannelStage::Done && c.queue.front().connect_only) {
+        Job job = std::move(c.queue.front());
+        c.queue.pop_front();
+        CommandOutcome connected;
+        connected.exit_code = 0;
+        if (job.done) job.done(connected);
+      }
+      if (!c.queue.empty()) {
+        if (c.channel_stage == ChannelStage::Done) {
+          // An inactive node (its bastion steps every tunnelled member)
+          // waits for a --parallel slot before it starts a command.
+          if (!c.active || !front_due(c.queue, Clock::now())) break;
+          begin_job(c);
+        }
+        step_job(c);
+      }
+      break;
+    case Stage::Idle:
+      // First use, or the session was dropped after a timeout or a lost
+      // connection: (re)connect for the queued work.
+      if (front_due(c.queue, Clock::now())) start_connect(c);
+      break;
+    case Stage::WaitingForBastion:
+    case Stage::Tunnelling:
+      break;  // the bastion moves these on (service_bastion)
+    case Stage::Failed:
+      break;
+  }
+}
+
+void SshRunner::Impl::check_deadlines(Connection& c, Clock::time_point now) {
+  const bool connecting = c.stage == Stage::Connecting || c.stage == Stage::Tunnelling ||
+                          c.stage == Stage::Handshake || c.stage == Stage::Authenticating;
+  if (connecting && now > c.connect_deadline) {
+    std::string where = c.stage == Stage::Connecting ? "no TCP connection" : "no SSH handshake and login";
+    if (c.stage == Stage::Tunnelling) where = "the " + who(bastion_of(c)->link) + " did not connect to it";
+    fail_connection(c, FailureKind::ConnectTimeout,
+                    who(c) + ": connection timed out (" + where + " within " +
+                        std::to_string(options.connect_timeout.count() / 1000) + " s)");
+  } else if (c.stage == Stage::Ready && !c.queue.empty() && c.channel_stage != ChannelStage::Done && now > c.deadline) {
+    time_out_job(c);
+  }
+}
+
+short SshRunner::Impl::poll_events(const Connection& c) {
+  if (c.stage == Stage::Connecting) return POLLOUT;
+  short events = 0;
+  if (c.session) {
+    const int directions = libssh2_session_block_directions(c.session);
+    if (directions & LIBSSH2_SESSION_BLOCK_INBOUND) events |= POLLIN;
+    if (directions & LIBSSH2_SESSION_BLOCK_OUTBOUND) events |= POLLOUT;
+  }
+  return events == 0 ? POLLIN : events;
+}
+
+void SshRunner::Impl::run() {
+  for (;;) {
+    // Start or continue nodes up to the parallelism limit.
+    size_t active = 0;
+    for (auto& c : nodes) {
+      if (c.active && c.queue.empty()) c.active = false;
+      if (c.active) ++active;
+    }
+    for (auto& c : nodes) {
+      if (active >= options.parallel) break;
+      if (c.active || c.queue.empty()) continue;
+      c.active = true;
+      ++active;
+      if (c.stage == Stage::Failed) fail_queue(c);
+    }
+    bool pending = false;
+    for (auto& c : nodes) pending = pending || !c.queue.empty();
+    if (!pending) return;
+
+    // Advance everything that can move without waiting.
+    for (auto& c : nodes) {
+      if (c.active) step(c);
+      c.revents = 0;
+    }
+    for (auto& b : bastions) service_bastion(b);
+
+    std::vector<pollfd> fds;
+    std::vector<size_t> owners;  // node index, or nodes.size() + bastion index
+    Clock::time_point next_deadline = Clock::now() + milliseconds(1000);
+    bool tunnels_open = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      Connection& c = nodes[i];
+      if (!c.active || c.queue.empty()) continue;
+      if (c.stage == Stage::Tunnelling) next_deadline = std::min(next_deadline, c.connect_deadline);
+      if (c.via >= 0 && c.session) {
+        next_deadline = std::min(next_deadline, c.stage != Stage::Ready ? c.connect_deadline : c.deadline);
+      }
+      if (c.fd < 0) continue;
+      fds.push_back({c.fd, poll_events(c), 0});
+      owners.push_back(i);
+      const bool connecting = c.stage != Stage::Ready;
+      next_deadline = std::min(next_deadline, connecting ? c.connect_deadline : c.deadline);
+    }
+    for (size_t k = 0; k < bastions.size(); ++k) {
+      Bastion& b = bastions[k];
+      if (b.link.fd < 0 || !bastion_has_work(b)) continue;
+      short events = poll_events(b.link);
+      if (b.link.stage == Stage::Ready) {
+        events = POLLIN;  // the nodes' sessions wait for data through it
+        if (b.want_write) events |= POLLOUT;
+        tunnels_open = true;
+      } else {
+        next_deadline = std::min(next_deadline, b.link.connect_deadline);
+      }
+      fds.push_back({b.link.fd, events, 0});
+      owners.push_back(nodes.size() + k);
+    }
+    for (auto& c : nodes) {
+      if (c.active && !c.queue.empty() && c.channel_stage == ChannelStage::Done) {
+        next_deadline = std::min(next_deadline, c.queue.front().not_before);
+      }
+    }
+    const auto wait = std::chrono::duration_cast<milliseconds>(next_deadline - Clock::now());
+    // Through a bastion, wake up now and then anyway: libssh2 can hold
+    // data for one channel that it read while serving another.
+    const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, tunnels_open ? 200 : 1000));
+    if (fds.empty()) {
+      // The steps above may have finished the last job: then there is
+      // nothing to wait for, and sleeping here would add up to a second
+      // to every run (the loop's top returns once no queue holds work).
+      // The same for work a callback just gave a node that is not active
+      // yet (the controller after a node's probe): the loop's top starts it.
+      bool waiting = false, startable = false;
+      size_t running = 0;
+      for (const auto& c : nodes) {
+        waiting = waiting || !c.queue.empty();
+        startable = startable || (!c.active && !c.queue.empty());
+        running += (c.active && !c.queue.empty()) ? 1u : 0u;
+      }
+      if (!waiting || (startable && running < options.parallel)) continue;
+      // Only delayed work: sleep until the first is due.
+      ::poll(nullptr, 0, timeout);
+    } else {
+      const int ready = ::poll(fds.data(), fds.size(), timeout);
+      if (ready < 0 && errno != EINTR) return;
+      for (size_t k = 0; k < fds.size(); ++k) {
+        Connection& owner = owners[k] < nodes.size() ? nodes[owners[k]] : bastions[owners[k] - nodes.size()].link;
+        owner.revents = fds[k].revents;
+      }
+    }
+    const auto now = Clock::now();
+    for (auto& c : nodes) {
+      if (c.revents) step(c);
+      if (c.active) check_deadlines(c, now);
+      if (c.session && c.stage == Stage::Ready && options.keepalive_interval_s > 0) {
+        int next = 0;
+        libssh2_keepalive_send(c.session, &next);
+      }
+    }
+    for (auto& b : bastions) {
+      service_bastion(b);
+      check_bastion_deadline(b, now);
+      if (b.link.session && b.link.stage == Stage::Ready && options.keepalive_interval_s > 0) {
+        int next = 0;
+        libssh2_keepalive_send(b.link.session, &next);
+      }
+    }
+  }
+}
+
+}  // namespace gpuexpand
