@@ -1,0 +1,253 @@
+#include "gpuexpand/state/state_store.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "sqlite_helpers.hpp"
+
+#include "store_support.hpp"
+
+namespace gpuexpand {
+
+using sqlite::Statement;
+using sqlite::Transaction;
+using namespace store_detail;  // NOLINT: this layer's own helpers
+
+// ---------------------------------------------------------------------------
+// Queries.
+
+Result<std::vector<RunRecord>> StateStore::select_runs(const std::string& where_and_order, int64_t bound) {
+  auto select = Statement::prepare(db_,
+                                   "SELECT id, command, spec_file, spec_sha256, plan_sha256, started_at, finished_at, "
+                                   "status, exit_code, holder FROM runs " +
+                                       where_and_order);
+  if (!select) return error("reading runs", select.error());
+  auto members = Statement::prepare(db_, "SELECT node FROM run_nodes WHERE run_id = ?1 ORDER BY position");
+  if (!members) return error("reading runs", members.error());
+  select->bind(1, bound);
+  std::vector<RunRecord> runs;
+  for (;;) {
+    auto row = select->step();
+    if (!row) return error("reading runs", row.error());
+    if (!*row) break;
+    RunRecord run;
+    run.id = select->int64(0);
+    run.command = select->text(1);
+    run.spec_file = select->text(2);
+    run.spec_sha256 = select->text(3);
+    run.plan_sha256 = select->text(4);
+    run.started_at = select->text(5);
+    run.finished_at = select->text(6);
+    auto status = parse_run_status(select->text(7));
+    if (!status) return error("reading run " + std::to_string(run.id), make_error("unknown status " + select->text(7)));
+    run.status = *status;
+    run.exit_code = select->integer(8);
+    run.holder = select->text(9);
+    members->reset();
+    members->bind(1, run.id);
+    for (;;) {
+      auto node = members->step();
+      if (!node) return error("reading run " + std::to_string(run.id), node.error());
+      if (!*node) break;
+      run.nodes.push_back(members->text(0));
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+Result<std::optional<RunRecord>> StateStore::run(int64_t id) {
+  auto found = select_runs("WHERE id = ?1", id);
+  if (!found) return found.error();
+  if (found->empty()) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(std::move(found->front()));
+}
+
+Result<std::vector<RunRecord>> StateStore::runs(int limit) {
+  return select_runs("ORDER BY id DESC LIMIT ?1", limit > 0 ? limit : -1);
+}
+
+Result<std::vector<RunRecord>> StateStore::interrupted_runs() {
+  auto running = select_runs("WHERE status = 'running' ORDER BY id DESC LIMIT ?1", -1);
+  if (!running) return running.error();
+  std::vector<RunRecord> left;
+  for (auto& run : *running) {
+    if (!holder_alive(run.holder)) left.push_back(std::move(run));
+  }
+  return left;
+}
+
+namespace {
+
+constexpr const char* kPhaseColumns =
+    "run_id, node, phase, status, changes, started_at, finished_at, duration_s, failed_step, message";
+
+Result<std::vector<PhaseResult>> read_phases(Statement& select) {
+  std::vector<PhaseResult> results;
+  for (;;) {
+    auto row = select.step();
+    if (!row) return row.error();
+    if (!*row) break;
+    PhaseResult result;
+    result.run_id = select.int64(0);
+    result.node = select.text(1);
+    result.phase = select.text(2);
+    auto status = parse_phase_status(select.text(3));
+    if (!status) return make_error("unknown phase status " + select.text(3));
+    result.status = *status;
+    result.changes = select.integer(4);
+    result.started_at = select.text(5);
+    result.finished_at = select.text(6);
+    result.duration_s = select.real(7);
+    result.failed_step = select.text(8);
+    result.message = select.text(9);
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+}  // namespace
+
+Result<std::vector<PhaseResult>> StateStore::phase_results(int64_t run_id) {
+  const std::string doing = "reading the phases of run " + std::to_string(run_id);
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kPhaseColumns + " FROM phase_results WHERE run_id = ?1 ORDER BY id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, run_id);
+  auto results = read_phases(*select);
+  if (!results) return error(doing, results.error());
+  return results;
+}
+
+Result<std::vector<PhaseResult>> StateStore::latest_phase_results(const std::vector<std::string>& nodes) {
+  const std::string doing = "reading the latest phase results";
+  // Newest = the largest run id that recorded that (node, phase): run ids only grow.
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kPhaseColumns +
+               " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY node, phase ORDER BY run_id DESC) AS newest "
+               "FROM phase_results WHERE ?1 = 0 OR node IN (SELECT value FROM json_each(?2))) "
+               "WHERE newest = 1 ORDER BY node, id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, !nodes.empty()).bind(2, json_list(nodes));
+  auto results = read_phases(*select);
+  if (!results) return error(doing, results.error());
+  return results;
+}
+
+Result<std::vector<CheckpointRecord>> StateStore::checkpoints(const std::string& node) {
+  const std::string doing = "reading the checkpoints of " + node;
+  auto select = Statement::prepare(db_,
+                                   "SELECT run_id, node, phase, remote_path, created_at, manifest, restored "
+                                   "FROM checkpoints WHERE node = ?1 ORDER BY run_id DESC, id DESC");
+  if (!select) return error(doing, select.error());
+  select->bind(1, node);
+  std::vector<CheckpointRecord> checkpoints;
+  for (;;) {
+    auto row = select->step();
+    if (!row) return error(doing, row.error());
+    if (!*row) break;
+    CheckpointRecord checkpoint;
+    checkpoint.run_id = select->int64(0);
+    checkpoint.node = select->text(1);
+    checkpoint.phase = select->text(2);
+    checkpoint.remote_path = select->text(3);
+    checkpoint.created_at = select->text(4);
+    checkpoint.manifest = nlohmann::json::parse(select->text(5), nullptr, /*allow_exceptions=*/false);
+    if (checkpoint.manifest.is_discarded()) {
+      return error(doing, make_error("the manifest of the checkpoint before " + checkpoint.phase + " in run " +
+                                     std::to_string(checkpoint.run_id) + " is not JSON"));
+    }
+    checkpoint.restored = select->integer(6) != 0;
+    checkpoints.push_back(std::move(checkpoint));
+  }
+  return checkpoints;
+}
+
+Result<std::vector<AuditEntry>> StateStore::audit(int64_t run_id) {
+  const std::string doing = "reading the audit of run " + std::to_string(run_id);
+  auto select = Statement::prepare(db_,
+                                   "SELECT run_id, node, command, exit_code, failure, duration_ms, at FROM audit "
+                                   "WHERE run_id = ?1 ORDER BY id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, run_id);
+  std::vector<AuditEntry> entries;
+  for (;;) {
+    auto row = select->step();
+    if (!row) return error(doing, row.error());
+    if (!*row) break;
+    entries.push_back({select->int64(0), select->text(1), select->text(2), select->integer(3), select->text(4),
+                       select->int64(5), select->text(6)});
+  }
+  return entries;
+}
+
+namespace {
+
+constexpr const char* kCheckColumns = "run_id, node, check_name, status, detail, seconds, recorded_at";
+
+Result<std::vector<CheckResult>> read_checks(Statement& select) {
+  std::vector<CheckResult> results;
+  for (;;) {
+    auto row = select.step();
+    if (!row) return row.error();
+    if (!*row) break;
+    const std::string status = select.text(3);
+    const auto parsed = parse_check_status(status);
+    // The table's CHECK constraint allows no other word; a store edited by hand may.
+    if (!parsed) return make_error("check_results: unknown status '" + status + "' (pass, fail or skip)");
+    results.push_back({select.int64(0), select.text(1), select.text(2), *parsed, select.text(4), select.real(5),
+                       select.text(6)});
+  }
+  return results;
+}
+
+}  // namespace
+
+Result<std::vector<CheckResult>> StateStore::checks_of_run(int64_t run_id) {
+  const std::string doing = "reading the acceptance checks of run " + std::to_string(run_id);
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kCheckColumns + " FROM check_results WHERE run_id = ?1 ORDER BY id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, run_id);
+  auto results = read_checks(*select);
+  if (!results) return error(doing, results.error());
+  return results;
+}
+
+Result<std::vector<CheckResult>> StateStore::latest_checks(const std::vector<std::string>& nodes) {
+  const std::string doing = "reading the latest acceptance checks";
+  // Newest = the largest run id that recorded that (node, check): run ids only grow.
+  auto select = Statement::prepare(
+      db_, std::string("SELECT ") + kCheckColumns +
+               " FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY node, check_name ORDER BY run_id DESC) AS newest "
+               "FROM check_results WHERE ?1 = 0 OR node IN (SELECT value FROM json_each(?2))) "
+               "WHERE newest = 1 ORDER BY node, id");
+  if (!select) return error(doing, select.error());
+  select->bind(1, !nodes.empty()).bind(2, json_list(nodes));
+  auto results = read_checks(*select);
+  if (!results) return error(doing, results.error());
+  return results;
+}
+
+Result<std::vector<EventRecord>> StateStore::events() {
+  const std::string doing = "reading events";
+  auto select = Statement::prepare(db_, "SELECT id, at, who, kind, detail FROM events ORDER BY id");
+  if (!select) return error(doing, select.error());
+  std::vector<EventRecord> events;
+  for (;;) {
+    auto row = select->step();
+    if (!row) return error(doing, row.error());
+    if (!*row) break;
+    EventRecord event{select->int64(0), select->text(1), select->text(2), select->text(3),
+                      nlohmann::json::parse(select->text(4), nullptr, /*allow_exceptions=*/false)};
+    if (event.detail.is_discarded()) event.detail = select->text(4);  // keep what is there, readable
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+}  // namespace gpuexpand

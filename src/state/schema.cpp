@@ -1,0 +1,212 @@
+#include "gpuexpand/state/state_store.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "sqlite_helpers.hpp"
+
+#include "store_support.hpp"
+
+namespace gpuexpand {
+
+using sqlite::Statement;
+using sqlite::Transaction;
+using namespace store_detail;  // NOLINT: this layer's own helpers
+
+// ---------------------------------------------------------------------------
+// Schema. Each step runs once, in its own transaction together with the
+// `PRAGMA user_version = N` that records it, so a crash mid-migration leaves
+// the previous version intact. Never edit a released step: append a new one
+// (and raise kSchemaVersion) so existing stores are carried forward.
+// Text columns are NOT NULL with '' for "none" so that reads need no NULL cases.
+
+namespace {
+
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+constexpr std::array kMigrations{
+    Migration{1, R"sql(
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: the largest id is the newest run
+  command TEXT NOT NULL,
+  spec_file TEXT NOT NULL,
+  spec_sha256 TEXT NOT NULL,
+  plan_sha256 TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed', 'interrupted')),
+  exit_code INTEGER NOT NULL,
+  holder TEXT NOT NULL
+);
+CREATE TABLE run_nodes (
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  position INTEGER NOT NULL,
+  node TEXT NOT NULL,
+  PRIMARY KEY (run_id, node)
+);
+-- An explicit INTEGER PRIMARY KEY keeps the order rows were first written
+-- (VACUUM may renumber an implicit rowid).
+CREATE TABLE phase_results (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  node TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  status TEXT NOT NULL
+    CHECK (status IN ('running', 'succeeded', 'unchanged', 'failed', 'rolled-back', 'skipped')),
+  changes INTEGER NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL,
+  duration_s REAL NOT NULL,
+  failed_step TEXT NOT NULL,
+  message TEXT NOT NULL,
+  UNIQUE (run_id, node, phase)
+);
+CREATE TABLE checkpoints (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  node TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  remote_path TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  manifest TEXT NOT NULL,  -- JSON
+  restored INTEGER NOT NULL CHECK (restored IN (0, 1)),
+  UNIQUE (run_id, node, phase)
+);
+CREATE INDEX checkpoints_by_node ON checkpoints (node, run_id);
+CREATE TABLE audit (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  node TEXT NOT NULL,
+  command TEXT NOT NULL,
+  exit_code INTEGER NOT NULL,
+  failure TEXT NOT NULL,
+  duration_ms INTEGER NOT NULL,
+  at TEXT NOT NULL
+);
+CREATE INDEX audit_by_run ON audit (run_id);
+CREATE TABLE locks (
+  node TEXT PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  holder TEXT NOT NULL,
+  since TEXT NOT NULL
+);
+CREATE INDEX locks_by_run ON locks (run_id);
+)sql"},
+    Migration{2, R"sql(
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  at TEXT NOT NULL,
+  who TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL  -- JSON
+);
+CREATE INDEX phase_results_latest ON phase_results (node, phase, run_id);
+)sql"},
+    Migration{3, R"sql(
+-- Acceptance checks (the acceptance phase of apply, verify). CHECK is an SQL
+-- keyword: the column is check_name.
+CREATE TABLE check_results (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs (id),
+  node TEXT NOT NULL,
+  check_name TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pass', 'fail', 'skip')),
+  detail TEXT NOT NULL,
+  seconds REAL NOT NULL,
+  recorded_at TEXT NOT NULL,
+  UNIQUE (run_id, node, check_name)
+);
+CREATE INDEX check_results_latest ON check_results (node, check_name, run_id);
+)sql"},
+};
+static_assert(kMigrations.back().version == StateStore::kSchemaVersion, "append a migration step for each version");
+Result<int> read_user_version(sqlite3* db) {
+  auto stmt = Statement::prepare(db, "PRAGMA user_version");
+  if (!stmt) return stmt.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  return *row ? stmt->integer(0) : 0;
+}
+
+Error newer_schema(const std::string& path, int version) {
+  return make_error("state store " + path + ": schema version " + std::to_string(version) +
+                    " is newer than this gpuexpand understands (" + std::to_string(StateStore::kSchemaVersion) +
+                    "); upgrade gpuexpand");
+}
+// WAL: readers never block the writer, and a killed writer leaves only an
+// uncommitted tail of the log that the next open ignores. synchronous=NORMAL
+// is durable against process crashes (only power loss can drop the last commits).
+Result<void> configure(sqlite3* db) {
+  {
+    auto mode = Statement::prepare(db, "PRAGMA journal_mode = WAL");
+    if (!mode) return mode.error();
+    auto row = mode->step();
+    if (!row) return row.error();
+    std::string got = *row ? mode->text(0) : "unknown";
+    if (got != "wal") return make_error("journal mode is " + got + ", not wal");
+  }
+  return sqlite::exec(db, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
+}
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Opening and migrating.
+
+Result<std::unique_ptr<StateStore>> StateStore::open(const std::string& path) {
+  auto fail = [&](const std::string& doing, const Error& cause) { return prefixed(path, doing, cause); };
+
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return fail("cannot create directory " + parent.string(), make_error(ec.message()));
+  }
+
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  // Owned from here: closed on every early return below.
+  std::unique_ptr<sqlite3, int (*)(sqlite3*)> db(raw, sqlite3_close_v2);
+  if (rc != SQLITE_OK) return fail("cannot open", make_error(sqlite::last_error(raw)));
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, 5000);
+
+  // Refuse a newer schema before changing anything in the file.
+  auto version = read_user_version(raw);
+  if (!version) return fail("cannot read", version.error());
+  if (*version > kSchemaVersion) return newer_schema(path, *version);
+
+  if (auto configured = configure(raw); !configured) return fail("cannot configure", configured.error());
+
+  for (const auto& step : kMigrations) {
+    if (step.version <= *version) continue;
+    // Re-read inside the write lock: another process may have migrated meanwhile.
+    std::optional<Error> refused;
+    auto migrated = in_transaction(raw, [&]() -> Result<void> {
+      auto current = read_user_version(raw);
+      if (!current) return current.error();
+      if (*current > kSchemaVersion) refused = newer_schema(path, *current);
+      if (refused) return *refused;
+      if (*current >= step.version) return {};
+      if (auto applied = sqlite::exec(raw, step.sql); !applied) return applied.error();
+      return sqlite::exec(raw, "PRAGMA user_version = " + std::to_string(step.version));
+    });
+    if (refused) return *refused;
+    if (!migrated) return fail("migrating to schema version " + std::to_string(step.version), migrated.error());
+    *version = step.version;
+  }
+  return std::unique_ptr<StateStore>(new StateStore(db.release(), path, kSchemaVersion));
+}
+
+StateStore::~StateStore() { sqlite3_close_v2(db_); }
+
+Error StateStore::error(const std::string& doing, const Error& cause) const { return prefixed(path_, doing, cause); }
+
+}  // namespace gpuexpand
