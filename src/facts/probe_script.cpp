@@ -32,7 +32,7 @@ FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& nod
 // check commands were rendered by the template engine in Shell context.
 std::string probe_script(const FactsRequest& request) {
   std::string s;
-  s += "# gpuexpand facts probe: read-only, one round trip\n";
+  s += kProbeScriptHeader;
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
   // stat's "MODE OWNER GROUP SIZE TYPE" -> is SIZE at most 64 KiB?
@@ -114,7 +114,7 @@ std::string probe_script(const FactsRequest& request) {
 }
 
 std::string controller_check_script(const std::map<std::string, FactsRequest>& by_node) {
-  std::string s = "# gpuexpand: what a node's steps need from this controller (read-only)\n";
+  std::string s = kControllerScriptHeader;
   s += kRemoteScriptEnvironment;
   s += "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n";
   for (const auto& [node, request] : by_node) {

@@ -20,6 +20,12 @@
 
 namespace gpuexpand {
 
+// The first line of each script, so a reader of a node's process list (or
+// a test's fake node) can tell them apart.
+inline constexpr const char* kProbeScriptHeader = "# gpuexpand facts probe: read-only, one round trip\n";
+inline constexpr const char* kControllerScriptHeader =
+    "# gpuexpand: what a node's steps need from this controller (read-only)\n";
+
 // What the controller is asked for a node once the node's own facts are
 // in: the delegated checks rendered with those facts (a gres.conf line
 // names the node's GPU device files), and the files copied from there.
