@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/executor.hpp"
@@ -38,53 +39,6 @@ struct ApplyOptions {
   std::string batch, max_fail;
   std::string until;
   SshOverrides ssh;
-};
-
-// Plain lines, one per finished phase and node: readable in a terminal,
-// greppable in CI logs.
-class ConsoleJournal final : public RunJournal {
- public:
-  void phase_started(const std::string&, const std::string&) override {}
-  void phase_finished(const PhaseRecord& r) override {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
-    std::string line = r.node + "  " + r.phase + "  ";
-    if (r.status == PhaseStatus::Succeeded) {
-      line += "changed (" + std::to_string(r.changes) + (r.changes == 1 ? " change, " : " changes, ") + seconds + ")";
-    } else {
-      line += (r.status == PhaseStatus::RolledBack ? "FAILED, rolled back" : "FAILED") + std::string(" (") + seconds + ")" +
-              (r.failed_step.empty() ? "" : " at step " + r.failed_step) + ": " + r.message;
-    }
-    std::cout << line << std::endl;
-  }
-  void checkpoint_taken(const std::string&, const std::string&, const std::string&, const nlohmann::json&) override {}
-  void checkpoint_restored(const std::string&, const std::string&) override {}
-  void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
-    if (results.size() == 1 && results.front().check == "multinode") {  // the run-wide job, after the nodes
-      const CheckResult& r = results.front();
-      std::cout << node << "  acceptance  " << (r.status == CheckStatus::Pass ? "pass " : "FAIL ") << r.check << ": " << r.detail
-                << std::endl;
-      return;
-    }
-    int passed = 0, failed = 0, skipped = 0;
-    for (const auto& r : results) ++(r.status == CheckStatus::Pass ? passed : r.status == CheckStatus::Fail ? failed : skipped);
-    std::cout << node << "  acceptance  " << passed << " passed, " << failed << " failed, " << skipped << " skipped"
-              << std::endl;
-    for (CheckStatus status : {CheckStatus::Fail, CheckStatus::Skip}) {
-      for (const auto& r : results) {
-        if (r.status != status) continue;
-        std::cout << node << "  acceptance  " << (r.status == CheckStatus::Fail ? "FAIL " : "skip ") << r.check << ": " << r.detail
-                  << std::endl;
-      }
-    }
-  }
-  void node_finished(const std::string& node, NodeResult result, const std::string& message) override {
-    if (result == NodeResult::Unchanged) std::cout << node << "  nothing to change" << std::endl;
-    if (result == NodeResult::Unreachable) std::cout << node << "  UNREACHABLE: " << message << std::endl;
-  }
-  void batch_stopped(const std::string& reason) override {
-    std::cout << "stopping: " << reason << "; no further batches are started" << std::endl;
-  }
 };
 
 std::optional<CountOrPercent> parse_limit_option(const std::string& text, const char* flag) {
@@ -150,8 +104,8 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (begun->conflict) throw CommandFailed{kExitLocked, describe(*begun->conflict)};
   const int64_t run_id = begun->run_id;
 
-  ConsoleJournal console;
-  StoreJournal journal(**store, run_id, &console, &utc_now_rfc3339);
+  const auto console = make_apply_console(std::cout);
+  StoreJournal journal(**store, run_id, console.get(), &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
 
   if (saved_plan) {
@@ -181,15 +135,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   journal.flush_audit();
 
-  char timing[32];
-  std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
-  std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ")
-            << report.count(NodeResult::Changed) << " changed, " << report.count(NodeResult::Unchanged)
-            << " unchanged, " << report.count(NodeResult::Failed) << " failed, "
-            << report.count(NodeResult::Unreachable) << " unreachable";
-  if (const size_t skipped = report.count(NodeResult::NotStarted)) std::cout << ", " << skipped << " not started";
-  if (const size_t stopped = report.count(NodeResult::Interrupted)) std::cout << ", " << stopped << " interrupted";
-  std::cout << timing << "\n";
+  std::cout << "\n" << apply_summary_line(report, nodes.size(), seconds);
   for (const auto& node : report.nodes) {
     if (node.result == NodeResult::Failed || node.result == NodeResult::Interrupted) {
       std::cerr << "gpuexpand: " << node.message << "\n";

@@ -11,6 +11,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/exec/fault_drill.hpp"
 #include "gpuexpand/exec/multinode.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
@@ -40,15 +41,6 @@ struct VerifyOptions {
   int drill_timeout = 900;
   SshOverrides ssh;
 };
-
-void print_results(const std::string& node, const std::vector<CheckResult>& results) {
-  for (const auto& r : results) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
-    const char* mark = r.status == CheckStatus::Pass ? "pass" : r.status == CheckStatus::Fail ? "FAIL" : "skip";
-    std::cout << node << "  " << mark << "  " << r.check << " (" << seconds << "): " << r.detail << std::endl;
-  }
-}
 
 int run_verify(Context& context, const VerifyOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
@@ -158,7 +150,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
       ++unreachable;
       continue;
     }
-    print_results(nodes[i]->name, results[i]);
+    std::cout << check_result_lines(nodes[i]->name, results[i]) << std::flush;
     journal.checks_recorded(nodes[i]->name, results[i]);
     ++(all_passed(results[i]) ? passed : failed);
   }

@@ -1,0 +1,25 @@
+#pragma once
+// What `apply` shows, apart from what it decides (exec/): the console lines
+// of a run as it goes, one per finished phase and node, and the summary
+// after it. Plain text: readable in a terminal, greppable in CI logs.
+// Tested by exact text (tests/unit/views_test.cpp).
+
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "gpuexpand/exec/executor.hpp"
+
+namespace gpuexpand {
+
+// A RunJournal that prints to `out` (the state store's journal forwards to it).
+std::unique_ptr<RunJournal> make_apply_console(std::ostream& out);
+
+// "4 nodes: 3 changed, 0 unchanged, 1 failed, 0 unreachable[, N not started][, N interrupted] (12.3 s)\n"
+std::string apply_summary_line(const ExecutionReport& report, size_t nodes, double seconds);
+
+// The lines `verify` prints for one node's results:
+// "NODE  pass|FAIL|skip  CHECK (1.5 s): DETAIL", one per check.
+std::string check_result_lines(const std::string& node, const std::vector<CheckResult>& results);
+
+}  // namespace gpuexpand
