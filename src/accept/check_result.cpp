@@ -1,21 +1,16 @@
 #include "gpuexpand/accept/check_result.hpp"
 
+#include "gpuexpand/util/enum_names.hpp"
+
 namespace gpuexpand {
+namespace {
 
-std::string_view check_status_name(CheckStatus status) {
-  switch (status) {
-    case CheckStatus::Pass: return "pass";
-    case CheckStatus::Fail: return "fail";
-    case CheckStatus::Skip: return "skip";
-  }
-  return "fail";
-}
+constexpr EnumNames<CheckStatus, 3> kCheckStatusNames{
+    {{CheckStatus::Fail, "fail"}, {CheckStatus::Pass, "pass"}, {CheckStatus::Skip, "skip"}}};  // fail first: the fallback
 
-std::optional<CheckStatus> parse_check_status(std::string_view text) {
-  for (CheckStatus status : {CheckStatus::Pass, CheckStatus::Fail, CheckStatus::Skip}) {
-    if (check_status_name(status) == text) return status;
-  }
-  return std::nullopt;
-}
+}  // namespace
+
+std::string_view check_status_name(CheckStatus status) { return name_of(kCheckStatusNames, status); }
+std::optional<CheckStatus> parse_check_status(std::string_view text) { return parse_name(kCheckStatusNames, text); }
 
 }  // namespace gpuexpand

@@ -14,6 +14,7 @@
 
 #include "sqlite_helpers.hpp"
 
+#include "gpuexpand/util/enum_names.hpp"
 #include "store_support.hpp"
 
 namespace gpuexpand {
@@ -25,52 +26,21 @@ using namespace store_detail;  // NOLINT: this layer's own helpers
 // ---------------------------------------------------------------------------
 // Status names.
 
-std::string to_string(RunStatus status) {
-  switch (status) {
-    case RunStatus::Running:
-      return "running";
-    case RunStatus::Succeeded:
-      return "succeeded";
-    case RunStatus::Failed:
-      return "failed";
-    case RunStatus::Interrupted:
-      return "interrupted";
-  }
-  return "running";
-}
+constexpr EnumNames<RunStatus, 4> kRunStatusNames{{{RunStatus::Running, "running"},
+                                                   {RunStatus::Succeeded, "succeeded"},
+                                                   {RunStatus::Failed, "failed"},
+                                                   {RunStatus::Interrupted, "interrupted"}}};
+constexpr EnumNames<PhaseStatus, 6> kPhaseStatusNames{{{PhaseStatus::Running, "running"},
+                                                       {PhaseStatus::Succeeded, "succeeded"},
+                                                       {PhaseStatus::Unchanged, "unchanged"},
+                                                       {PhaseStatus::Failed, "failed"},
+                                                       {PhaseStatus::RolledBack, "rolled-back"},
+                                                       {PhaseStatus::Skipped, "skipped"}}};
 
-std::string to_string(PhaseStatus status) {
-  switch (status) {
-    case PhaseStatus::Running:
-      return "running";
-    case PhaseStatus::Succeeded:
-      return "succeeded";
-    case PhaseStatus::Unchanged:
-      return "unchanged";
-    case PhaseStatus::Failed:
-      return "failed";
-    case PhaseStatus::RolledBack:
-      return "rolled-back";
-    case PhaseStatus::Skipped:
-      return "skipped";
-  }
-  return "running";
-}
-
-std::optional<RunStatus> parse_run_status(std::string_view text) {
-  for (auto status : {RunStatus::Running, RunStatus::Succeeded, RunStatus::Failed, RunStatus::Interrupted}) {
-    if (to_string(status) == text) return status;
-  }
-  return std::nullopt;
-}
-
-std::optional<PhaseStatus> parse_phase_status(std::string_view text) {
-  for (auto status : {PhaseStatus::Running, PhaseStatus::Succeeded, PhaseStatus::Unchanged, PhaseStatus::Failed,
-                      PhaseStatus::RolledBack, PhaseStatus::Skipped}) {
-    if (to_string(status) == text) return status;
-  }
-  return std::nullopt;
-}
+std::string to_string(RunStatus status) { return std::string(name_of(kRunStatusNames, status)); }
+std::string to_string(PhaseStatus status) { return std::string(name_of(kPhaseStatusNames, status)); }
+std::optional<RunStatus> parse_run_status(std::string_view text) { return parse_name(kRunStatusNames, text); }
+std::optional<PhaseStatus> parse_phase_status(std::string_view text) { return parse_name(kPhaseStatusNames, text); }
 
 // ---------------------------------------------------------------------------
 // Lock holders.

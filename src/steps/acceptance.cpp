@@ -2,20 +2,17 @@
 // settings (the record in kAcceptanceRecordPath says so). The checks
 // themselves are accept/'s; the executor runs them.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Acceptance final : public StepKind {
  public:
-  std::string_view name() const override { return "acceptance"; }
   // Its settings come from the node's spec, not from the playbook.
-  std::vector<std::string_view> required_parameters() const override { return {}; }
+  Acceptance() : StepKind("acceptance", {}) {}
 
   void add_from_variables(json& params, const json& vars) const override {
     params["settings"] = acceptance_settings(vars);
@@ -26,9 +23,7 @@ class Acceptance final : public StepKind {
   }
 
   // Passed with the node's current acceptance settings, or not (yet).
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const json* files = member(facts, "files");
     const json* f = files ? member(*files, kAcceptanceRecordPath) : nullptr;
     const std::string wanted = acceptance_record(step.params.value("settings", json::object()));
@@ -59,9 +54,6 @@ class Acceptance final : public StepKind {
 
 }  // namespace
 
-const StepKind& acceptance_kind() {
-  static const Acceptance kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(acceptance, Acceptance)
 
 }  // namespace gpuexpand::steps

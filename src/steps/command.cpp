@@ -2,7 +2,7 @@
 // must run, and a rollback; on the node, or on its Slurm controller
 // (delegate_to: controller).
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 
 #include <algorithm>
@@ -10,13 +10,9 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Command final : public StepKind {
  public:
-  std::string_view name() const override { return "command"; }
-  std::vector<std::string_view> required_parameters() const override { return {"run", "check", "rollback"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"delegate_to"}; }
+  Command() : StepKind("command", {"run", "check", "rollback"}, {"delegate_to"}) {}
 
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
     const json& p = step.params;
@@ -33,9 +29,7 @@ class Command final : public StepKind {
     }
   }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const json* checks = member(facts, "checks");
     const json* code = checks ? member(*checks, step.key) : nullptr;
     const auto delegate = step.params.find("delegate_to");
@@ -67,9 +61,6 @@ class Command final : public StepKind {
 
 }  // namespace
 
-const StepKind& command_kind() {
-  static const Command kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(command, Command)
 
 }  // namespace gpuexpand::steps

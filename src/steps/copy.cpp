@@ -2,7 +2,7 @@
 // compared by SHA-256 only: its content (a munge key) is never in the facts,
 // the plan or a log.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "file_write.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -12,15 +12,9 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Copy final : public StepKind {
  public:
-  std::string_view name() const override { return "copy"; }
-  std::vector<std::string_view> required_parameters() const override { return {"path", "src"}; }
-  std::vector<std::string_view> optional_parameters() const override {
-    return {"src_sha256", "src_host", "mode", "owner", "group"};
-  }
+  Copy() : StepKind("copy", {"path", "src"}, {"src_sha256", "src_host", "mode", "owner", "group"}) {}
 
   // A copy from the controller compares with the digest the facts found
   // there; it is pinned in the plan like a local source's, so apply refuses
@@ -43,9 +37,7 @@ class Copy final : public StepKind {
     }
   }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance&, const json&, Decision& d) const override {
     const std::string path = d.param("path");
     const json* f = d.existing_file(path);
     if (!f) return;
@@ -100,10 +92,7 @@ class Copy final : public StepKind {
 
 }  // namespace
 
-const StepKind& copy_kind() {
-  static const Copy kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(copy, Copy)
 
 }  // namespace gpuexpand::steps
 

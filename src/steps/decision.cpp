@@ -1,4 +1,4 @@
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -52,6 +52,18 @@ Result<void> need_names(const json& params) {
   };
   return need_shape(params, "names", params.contains("names") && is_list_or_string(params["names"]),
                     "a name or a list of names");
+}
+
+void request_path(const ResolvedStep& step, FactsRequest& request) {
+  const std::string path = string_param(step.params, "path");
+  if (!path.empty() && path.front() == '/') request.files.insert(path);
+}
+
+void Decision::compare_scalar(const char* section, const char* param_key) {
+  const std::string wanted = param(param_key);
+  if (unknown(section, section)) return;
+  const std::string current = facts_[section].get<std::string>();
+  if (current != wanted) add(ChangeAction::Update, section, "is " + quoted(current) + ", wanted " + quoted(wanted));
 }
 
 void Decision::add(ChangeAction action, const std::string& target, const std::string& reason) {

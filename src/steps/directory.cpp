@@ -1,6 +1,6 @@
 // directory: a directory that exists, with mode and ownership.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "file_write.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -8,22 +8,13 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Directory final : public StepKind {
  public:
-  std::string_view name() const override { return "directory"; }
-  std::vector<std::string_view> required_parameters() const override { return {"path"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"mode", "owner", "group"}; }
+  Directory() : StepKind("directory", {"path"}, {"mode", "owner", "group"}) {}
 
-  void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
-    const std::string path = string_param(step.params, "path");
-    if (!path.empty() && path.front() == '/') request.files.insert(path);
-  }
+  void request_facts(const ResolvedStep& step, FactsRequest& request) const override { request_path(step, request); }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance&, const json&, Decision& d) const override {
     const std::string path = d.param("path");
     const json* f = d.file_facts(path);
     if (!f) return;
@@ -52,9 +43,6 @@ class Directory final : public StepKind {
 
 }  // namespace
 
-const StepKind& directory_kind() {
-  static const Directory kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(directory, Directory)
 
 }  // namespace gpuexpand::steps

@@ -1,6 +1,6 @@
 // file: a file's whole content (given in the playbook), mode and ownership.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "file_write.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -8,22 +8,13 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class File final : public StepKind {
  public:
-  std::string_view name() const override { return "file"; }
-  std::vector<std::string_view> required_parameters() const override { return {"path", "content"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"mode", "owner", "group"}; }
+  File() : StepKind("file", {"path", "content"}, {"mode", "owner", "group"}) {}
 
-  void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
-    const std::string path = string_param(step.params, "path");
-    if (!path.empty() && path.front() == '/') request.files.insert(path);
-  }
+  void request_facts(const ResolvedStep& step, FactsRequest& request) const override { request_path(step, request); }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance&, const json&, Decision& d) const override {
     const std::string path = d.param("path");
     const json* f = d.existing_file(path);
     if (!f) return;
@@ -60,9 +51,6 @@ class File final : public StepKind {
 
 }  // namespace
 
-const StepKind& file_kind() {
-  static const File kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(file, File)
 
 }  // namespace gpuexpand::steps

@@ -1,27 +1,17 @@
 // hostname: the node's name, in /etc/hostname and in the running kernel.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Hostname final : public StepKind {
  public:
-  std::string_view name() const override { return "hostname"; }
-  std::vector<std::string_view> required_parameters() const override { return {"name"}; }
+  Hostname() : StepKind("hostname", {"name"}) {}
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
-    const std::string wanted = d.param("name");
-    if (d.unknown("hostname", "hostname")) return;
-    const std::string current = facts["hostname"].get<std::string>();
-    if (current != wanted) d.add(ChangeAction::Update, "hostname", "is " + quoted(current) + ", wanted " + quoted(wanted));
-  }
+  void decide(const StepInstance&, const json&, Decision& d) const override { d.compare_scalar("hostname", "name"); }
 
   void predict(const ResolvedStep& step, json& facts) const override {
     facts["hostname"] = param_text(step.params, "name");
@@ -40,9 +30,6 @@ class Hostname final : public StepKind {
 
 }  // namespace
 
-const StepKind& hostname_kind() {
-  static const Hostname kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(hostname, Hostname)
 
 }  // namespace gpuexpand::steps

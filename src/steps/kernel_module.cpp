@@ -1,6 +1,6 @@
 // kernel_module: modules loaded now (modules-load.d is a file step).
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -9,18 +9,13 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class KernelModule final : public StepKind {
  public:
-  std::string_view name() const override { return "kernel_module"; }
-  std::vector<std::string_view> required_parameters() const override { return {"names"}; }
+  KernelModule() : StepKind("kernel_module", {"names"}) {}
 
   Result<void> check_rendered(const json& params) const override { return need_names(params); }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const json* modules = member(facts, "kernel_modules");
     for (const auto& name : param_names(step.params["names"])) {
       const std::string target = "module " + name;
@@ -58,9 +53,6 @@ class KernelModule final : public StepKind {
 
 }  // namespace
 
-const StepKind& kernel_module_kind() {
-  static const KernelModule kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(kernel_module, KernelModule)
 
 }  // namespace gpuexpand::steps

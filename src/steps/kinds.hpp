@@ -23,6 +23,13 @@
 
 namespace gpuexpand::steps {
 
+// In a kind's file: the accessor the list declares, one static instance.
+#define GPUEXPAND_STEP_KIND(name, Class) \
+  const StepKind& name##_kind() {        \
+    static const Class kind;             \
+    return kind;                         \
+  }
+
 #define GPUEXPAND_DECLARE_KIND(name) const StepKind& name##_kind();
 GPUEXPAND_STEP_KINDS(GPUEXPAND_DECLARE_KIND)
 #undef GPUEXPAND_DECLARE_KIND

@@ -1,6 +1,6 @@
 // line: one line present in a file, the rest of the file left as it is.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -9,21 +9,13 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Line final : public StepKind {
  public:
-  std::string_view name() const override { return "line"; }
-  std::vector<std::string_view> required_parameters() const override { return {"path", "line"}; }
+  Line() : StepKind("line", {"path", "line"}) {}
 
-  void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
-    const std::string path = string_param(step.params, "path");
-    if (!path.empty() && path.front() == '/') request.files.insert(path);
-  }
+  void request_facts(const ResolvedStep& step, FactsRequest& request) const override { request_path(step, request); }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance&, const json&, Decision& d) const override {
     const std::string path = d.param("path");
     const std::string wanted = d.param("line");
     const json* f = d.existing_file(path);
@@ -61,9 +53,6 @@ class Line final : public StepKind {
 
 }  // namespace
 
-const StepKind& line_kind() {
-  static const Line kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(line, Line)
 
 }  // namespace gpuexpand::steps

@@ -1,6 +1,6 @@
 // mount: an fstab entry for a mount point, and the file system mounted there.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -9,17 +9,11 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Mount final : public StepKind {
  public:
-  std::string_view name() const override { return "mount"; }
-  std::vector<std::string_view> required_parameters() const override { return {"source", "path", "fstype"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"options"}; }
+  Mount() : StepKind("mount", {"source", "path", "fstype"}, {"options"}) {}
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const FstabFields wanted = mount_fstab_fields(step.params);
     const std::string target = "mount " + wanted.target;
     const json* fstab = member(facts, "fstab");
@@ -99,9 +93,6 @@ class Mount final : public StepKind {
 
 }  // namespace
 
-const StepKind& mount_kind() {
-  static const Mount kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(mount, Mount)
 
 }  // namespace gpuexpand::steps

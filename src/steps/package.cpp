@@ -1,19 +1,15 @@
 // package: packages installed (at a version) or absent, through apt or dnf.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Package final : public StepKind {
  public:
-  std::string_view name() const override { return "package"; }
-  std::vector<std::string_view> required_parameters() const override { return {"names"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"version", "state"}; }
+  Package() : StepKind("package", {"names"}, {"version", "state"}) {}
 
   Result<void> check_rendered(const json& params) const override { return need_names(params); }
 
@@ -23,9 +19,7 @@ class Package final : public StepKind {
     }
   }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const std::string state = d.param("state", "present");
     const json* packages = member(facts, "packages");
     for (const auto& [name, wanted] : wanted_versions(step.params)) {
@@ -98,10 +92,7 @@ class Package final : public StepKind {
 
 }  // namespace
 
-const StepKind& package_kind() {
-  static const Package kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(package, Package)
 
 }  // namespace gpuexpand::steps
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 
 namespace gpuexpand {
 

@@ -1,22 +1,17 @@
 // reboot: the node restarted when a step it names in reboot_on changes;
 // the executor waits for a new boot id.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Reboot final : public StepKind {
  public:
-  std::string_view name() const override { return "reboot"; }
-  std::vector<std::string_view> required_parameters() const override { return {"reboot_on"}; }
+  Reboot() : StepKind("reboot", {"reboot_on"}) {}
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json&, Decision& d) const override {
     if (auto why = d.trigger(step.reboot_on)) {
       d.add(*why, "reboot",
             std::string(*why == ChangeAction::Update ? "" : "if ") + d.changed_list(step.reboot_on) + " changes");
@@ -35,9 +30,6 @@ class Reboot final : public StepKind {
 
 }  // namespace
 
-const StepKind& reboot_kind() {
-  static const Reboot kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(reboot, Reboot)
 
 }  // namespace gpuexpand::steps

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 
 namespace gpuexpand {
@@ -24,7 +25,10 @@ const StepKind* find_step_kind(std::string_view name) {
 std::vector<PlannedChange> decide_step(const StepInstance& instance, const nlohmann::json& facts,
                                        const ChangedSteps& changed_steps) {
   std::vector<PlannedChange> out;
-  if (const StepKind* kind = find_step_kind(instance.type)) kind->decide(instance, facts, changed_steps, out);
+  if (const StepKind* kind = find_step_kind(instance.type)) {
+    steps::Decision decision(instance, facts, changed_steps, out);
+    kind->decide(instance, facts, decision);
+  }
   return out;
 }
 

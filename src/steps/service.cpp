@@ -1,28 +1,22 @@
 // service: a systemd unit enabled or not, running or stopped, restarted
 // when a step it names in restart_on changes.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Service final : public StepKind {
  public:
-  std::string_view name() const override { return "service"; }
-  std::vector<std::string_view> required_parameters() const override { return {"name"}; }
-  std::vector<std::string_view> optional_parameters() const override { return {"enabled", "state", "restart_on"}; }
+  Service() : StepKind("service", {"name"}, {"enabled", "state", "restart_on"}) {}
 
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
     request.services.insert(string_param(step.params, "name"));
   }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const std::string name = d.param("name");
     const std::string target = "service " + name;
     const json* services = member(facts, "services");
@@ -83,9 +77,6 @@ class Service final : public StepKind {
 
 }  // namespace
 
-const StepKind& service_kind() {
-  static const Service kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(service, Service)
 
 }  // namespace gpuexpand::steps

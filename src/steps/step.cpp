@@ -1,5 +1,7 @@
 #include "gpuexpand/steps/step.hpp"
 
+#include "gpuexpand/util/enum_names.hpp"
+
 namespace gpuexpand {
 
 char action_marker(ChangeAction action) {
@@ -12,21 +14,17 @@ char action_marker(ChangeAction action) {
   return '?';
 }
 
-std::string action_name(ChangeAction action) {
-  switch (action) {
-    case ChangeAction::Create: return "create";
-    case ChangeAction::Update: return "update";
-    case ChangeAction::Remove: return "remove";
-    case ChangeAction::Unknown: return "unknown";
-  }
-  return "unknown";
-}
+namespace {
 
-std::optional<ChangeAction> parse_action(const std::string& name) {
-  for (auto a : {ChangeAction::Create, ChangeAction::Update, ChangeAction::Remove, ChangeAction::Unknown}) {
-    if (action_name(a) == name) return a;
-  }
-  return std::nullopt;
-}
+// "unknown" first: the fallback.
+constexpr EnumNames<ChangeAction, 4> kActionNames{{{ChangeAction::Unknown, "unknown"},
+                                                  {ChangeAction::Create, "create"},
+                                                  {ChangeAction::Update, "update"},
+                                                  {ChangeAction::Remove, "remove"}}};
+
+}  // namespace
+
+std::string action_name(ChangeAction action) { return std::string(name_of(kActionNames, action)); }
+std::optional<ChangeAction> parse_action(const std::string& name) { return parse_name(kActionNames, name); }
 
 }  // namespace gpuexpand

@@ -1,6 +1,6 @@
 // sysctl: kernel parameters set now (the file that keeps them is a file step).
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -9,12 +9,9 @@
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Sysctl final : public StepKind {
  public:
-  std::string_view name() const override { return "sysctl"; }
-  std::vector<std::string_view> required_parameters() const override { return {"values"}; }
+  Sysctl() : StepKind("sysctl", {"values"}) {}
 
   Result<void> check_rendered(const json& params) const override {
     return need_shape(params, "values", params.contains("values") && params["values"].is_object(), "a mapping");
@@ -27,9 +24,7 @@ class Sysctl final : public StepKind {
     }
   }
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
+  void decide(const StepInstance& step, const json& facts, Decision& d) const override {
     const json& values = step.params["values"];
     const json* live = member(facts, "sysctl");
     if (!values.is_object()) return;
@@ -83,9 +78,6 @@ class Sysctl final : public StepKind {
 
 }  // namespace
 
-const StepKind& sysctl_kind() {
-  static const Sysctl kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(sysctl, Sysctl)
 
 }  // namespace gpuexpand::steps

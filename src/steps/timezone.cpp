@@ -1,27 +1,17 @@
 // timezone: /etc/localtime and /etc/timezone name one zone of tzdata.
 
-#include "decision.hpp"
+#include "gpuexpand/steps/decision.hpp"
 #include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand::steps {
 namespace {
 
-using nlohmann::json;
-
 class Timezone final : public StepKind {
  public:
-  std::string_view name() const override { return "timezone"; }
-  std::vector<std::string_view> required_parameters() const override { return {"zone"}; }
+  Timezone() : StepKind("timezone", {"zone"}) {}
 
-  void decide(const StepInstance& step, const json& facts, const ChangedSteps& changed,
-              std::vector<PlannedChange>& out) const override {
-    Decision d(step, facts, changed, out);
-    const std::string wanted = d.param("zone");
-    if (d.unknown("timezone", "timezone")) return;
-    const std::string current = facts["timezone"].get<std::string>();
-    if (current != wanted) d.add(ChangeAction::Update, "timezone", "is " + quoted(current) + ", wanted " + quoted(wanted));
-  }
+  void decide(const StepInstance&, const json&, Decision& d) const override { d.compare_scalar("timezone", "zone"); }
 
   void predict(const ResolvedStep& step, json& facts) const override {
     facts["timezone"] = param_text(step.params, "zone");
@@ -44,9 +34,6 @@ class Timezone final : public StepKind {
 
 }  // namespace
 
-const StepKind& timezone_kind() {
-  static const Timezone kind;
-  return kind;
-}
+GPUEXPAND_STEP_KIND(timezone, Timezone)
 
 }  // namespace gpuexpand::steps

@@ -20,6 +20,10 @@
 
 namespace gpuexpand {
 
+namespace steps {
+class Decision;  // steps/decision.hpp
+}
+
 // How the executor carries a step out.
 enum class StepExecution {
   Command,             // action() on the node (or on the controller when delegated)
@@ -32,11 +36,10 @@ class StepKind {
  public:
   virtual ~StepKind() = default;
 
-  virtual std::string_view name() const = 0;
-
+  std::string_view name() const { return name_; }
   // The playbook loader refuses a missing required or an unknown parameter.
-  virtual std::vector<std::string_view> required_parameters() const = 0;
-  virtual std::vector<std::string_view> optional_parameters() const { return {}; }
+  const std::vector<std::string_view>& required_parameters() const { return required_; }
+  const std::vector<std::string_view>& optional_parameters() const { return optional_; }
 
   // After templates are rendered: shapes a template can get wrong
   // (`names: "{{ x }}"` rendering to a number).
@@ -49,9 +52,9 @@ class StepKind {
 
   // What the facts probe must look at so decide() can answer.
   virtual void request_facts(const ResolvedStep& /*step*/, FactsRequest& /*request*/) const {}
-  // What would change and why, from facts alone (no round trip).
-  virtual void decide(const StepInstance& step, const nlohmann::json& facts, const ChangedSteps& changed,
-                      std::vector<PlannedChange>& out) const = 0;
+  // What would change and why, from facts alone (no round trip), said
+  // through `decision` (which also knows the earlier steps that changed).
+  virtual void decide(const StepInstance& step, const nlohmann::json& facts, steps::Decision& decision) const = 0;
   // The facts once the step ran: later steps are decided against them.
   virtual void predict(const ResolvedStep& /*step*/, nlohmann::json& /*facts*/) const {}
   // What the phase's checkpoint saves for this step, and its own rollback.
@@ -65,6 +68,14 @@ class StepKind {
   virtual bool needs_controller_facts(const ResolvedStep& step) const { return delegated_to_controller(step); }
   // Uses the node's package manager (the first such step refreshes its index).
   virtual bool installs_packages() const { return false; }
+
+ protected:
+  StepKind(std::string_view name, std::vector<std::string_view> required, std::vector<std::string_view> optional = {})
+      : name_(name), required_(std::move(required)), optional_(std::move(optional)) {}
+
+ private:
+  std::string_view name_;
+  std::vector<std::string_view> required_, optional_;
 };
 
 // Every builtin kind, in the order src/steps/registry.cpp lists them.

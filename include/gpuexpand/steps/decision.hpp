@@ -1,6 +1,7 @@
 #pragma once
 // What the kinds' decide() share: adding a change with its reason, and the
-// facts every file-like kind reads the same way.
+// facts every file-like kind reads the same way. The registry makes one per
+// step decided and hands it to the kind.
 
 #include <optional>
 #include <string>
@@ -8,10 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuexpand/steps/facts_request.hpp"
 #include "gpuexpand/steps/params.hpp"
 #include "gpuexpand/steps/step.hpp"
 
 namespace gpuexpand::steps {
+
+using nlohmann::json;  // the kinds' vocabulary
 
 // object[key], or nullptr when `object` is no object or has no such key.
 const nlohmann::json* member(const nlohmann::json& object, const std::string& key);
@@ -22,6 +26,8 @@ std::vector<std::string> split_lines(const std::string& text);
 nlohmann::json& file_entry(nlohmann::json& facts, const std::string& path);
 // For predict(): mode, owner and group as the step sets them.
 void set_ownership(nlohmann::json& entry, const nlohmann::json& params);
+// For request_facts(): the probe looks at the step's `path` (absolute ones).
+void request_path(const ResolvedStep& step, FactsRequest& request);
 // For check_rendered(): `names` must be one name or a list of names.
 Result<void> need_names(const nlohmann::json& params);
 
@@ -41,6 +47,9 @@ class Decision {
   void add(ChangeAction action, const std::string& target, const std::string& reason);
   // A fact section the probe did not return: we cannot know, so we say so.
   bool unknown(const char* section, const std::string& target);
+  // A fact that is one string (facts[section]) against the parameter
+  // `param`: "is 'a', wanted 'b'", or '?' when the probe did not say.
+  void compare_scalar(const char* section, const char* param);
   // The facts of `path`; nullptr (with a '?' said) when the facts do not tell.
   const nlohmann::json* file_facts(const std::string& path);
   // The facts of a file that exists; nullptr (with the change said) when
