@@ -5,6 +5,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "gpuexpand/view/status_view.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/state/state_store.hpp"
@@ -37,60 +38,6 @@ T checked(Result<T> result) {
   return std::move(result.value());
 }
 
-void print_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line = "  ";
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
-}
-
-std::string seconds_text(double seconds) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f", seconds);
-  return text;
-}
-
-// The latest acceptance checks, a summary line per node, then its failed and skipped checks.
-// Nothing at all when no check was ever recorded.
-void print_latest_checks(const std::vector<CheckResult>& checks) {
-  if (checks.empty()) return;
-  std::map<std::string, std::vector<const CheckResult*>> by_node;
-  size_t width = 0;
-  for (const auto& c : checks) {
-    by_node[c.node].push_back(&c);
-    width = std::max(width, c.node.size());
-  }
-  std::cout << "\nAcceptance checks, latest per node:\n";
-  for (const auto& [node, results] : by_node) {
-    int passed = 0, failed = 0, skipped = 0;
-    std::set<int64_t> runs;
-    for (const auto* c : results) {
-      ++(c->status == CheckStatus::Pass ? passed : c->status == CheckStatus::Fail ? failed : skipped);
-      runs.insert(c->run_id);
-    }
-    std::string run_list;
-    for (int64_t id : runs) run_list += (run_list.empty() ? "" : ", ") + std::to_string(id);
-    std::cout << "  " << node << std::string(width - node.size() + 2, ' ') << passed << " passed, " << failed
-              << " failed, " << skipped << " skipped (run" << (runs.size() == 1 ? " " : "s ") << run_list << ")\n";
-    for (CheckStatus status : {CheckStatus::Fail, CheckStatus::Skip}) {
-      for (const auto* c : results) {
-        if (c->status != status) continue;
-        std::cout << "    " << (c->status == CheckStatus::Fail ? "FAIL " : "skip ") << c->check
-                  << (c->detail.empty() ? "" : ": " + c->detail) << "\n";
-      }
-    }
-  }
-}
-
 int run_status(Context&, const StatusOptions& options) {
   auto store = open_store(options.state);
   if (options.run > 0) {
@@ -105,21 +52,7 @@ int run_status(Context&, const StatusOptions& options) {
       std::cout << doc.dump(2) << "\n";
       return kExitOk;
     }
-    std::cout << "Run " << run->id << ": " << run->command << " " << run->spec_file << ", " << to_string(run->status)
-              << " (exit " << run->exit_code << "), " << run->started_at << " .. " << run->finished_at << "\n";
-    std::vector<std::vector<std::string>> rows = {{"NODE", "PHASE", "STATUS", "CHANGES", "SECONDS", "DETAIL"}};
-    for (const auto& r : results) {
-      rows.push_back({r.node, r.phase, to_string(r.status), std::to_string(r.changes), seconds_text(r.duration_s),
-                      r.failed_step.empty() ? r.message : r.failed_step + ": " + r.message});
-    }
-    print_table(rows);
-    if (!checks.empty()) {
-      std::cout << "Acceptance checks:\n";
-      std::vector<std::vector<std::string>> check_rows = {{"NODE", "CHECK", "STATUS", "SECONDS", "DETAIL"}};
-      for (const auto& c : checks) check_rows.push_back({c.node, c.check, std::string(check_status_name(c.status)), seconds_text(c.seconds), c.detail});
-      print_table(check_rows);
-    }
-    std::cout << audit.size() << " remote commands recorded\n";
+    std::cout << run_text(*run, results, checks, audit.size());
     return kExitOk;
   }
 
@@ -139,40 +72,7 @@ int run_status(Context&, const StatusOptions& options) {
     std::cout << "No runs recorded in " << options.state << "\n";
     return kExitOk;
   }
-  std::cout << "Runs, newest first:\n";
-  std::vector<std::vector<std::string>> rows = {{"RUN", "COMMAND", "STARTED", "STATUS", "EXIT", "NODES"}};
-  for (const auto& r : runs) {
-    rows.push_back({std::to_string(r.id), r.command, r.started_at, to_string(r.status),
-                    r.status == RunStatus::Running ? "-" : std::to_string(r.exit_code), std::to_string(r.nodes.size())});
-  }
-  print_table(rows);
-
-  // Latest state per node, phases in their fixed order.
-  std::map<std::string, std::map<std::string, const PhaseResult*>> by_node;
-  for (const auto& r : latest) by_node[r.node][r.phase] = &r;
-  std::cout << "\nLatest state per node and phase:\n";
-  std::vector<std::vector<std::string>> grid = {{"NODE"}};
-  for (const auto& phase : phase_order()) grid[0].push_back(phase);
-  std::vector<std::string> failures;
-  for (const auto& [node, phases] : by_node) {
-    std::vector<std::string> row = {node};
-    for (const auto& phase : phase_order()) {
-      auto it = phases.find(phase);
-      row.push_back(it == phases.end() ? "-" : to_string(it->second->status));
-      if (it != phases.end() && (it->second->status == PhaseStatus::Failed || it->second->status == PhaseStatus::RolledBack)) {
-        failures.push_back(node + " " + phase + " (run " + std::to_string(it->second->run_id) + "): " +
-                           (it->second->failed_step.empty() ? "" : "step " + it->second->failed_step + ": ") +
-                           it->second->message);
-      }
-    }
-    grid.push_back(row);
-  }
-  print_table(grid);
-  if (!failures.empty()) {
-    std::cout << "\nFailures:\n";
-    for (const auto& f : failures) std::cout << "  " << f << "\n";
-  }
-  print_latest_checks(latest_checks);
+  std::cout << status_overview_text(runs, latest, latest_checks);
   return kExitOk;
 }
 

@@ -76,3 +76,44 @@ TEST(VerifyView, OneLinePerCheck) {
 
 }  // namespace
 }  // namespace gpuexpand
+
+#include "gpuexpand/view/status_view.hpp"
+
+namespace gpuexpand {
+namespace {
+
+TEST(StatusView, OverviewTablesAndFailures) {
+  RunRecord run;
+  run.id = 2;
+  run.command = "apply";
+  run.started_at = "2026-12-01T00:00:00Z";
+  run.status = RunStatus::Failed;
+  run.exit_code = 3;
+  run.nodes = {"n1", "n2"};
+  std::vector<PhaseResult> latest = {{2, "n1", "os-init", PhaseStatus::Succeeded, 3, "", "", 1, "", ""},
+                                     {2, "n2", "os-init", PhaseStatus::RolledBack, 0, "", "", 1, "chrony", "exited 1"}};
+  CheckResult gpu = check("gpu", CheckStatus::Fail, "7 GPUs, expected 8");
+  gpu.run_id = 2;
+  gpu.node = "n1";
+  EXPECT_EQ(status_overview_text({run}, latest, {gpu}),
+            "Runs, newest first:\n"
+            "  RUN  COMMAND  STARTED               STATUS  EXIT  NODES\n"
+            "  2    apply    2026-12-01T00:00:00Z  failed  3     2\n"
+            "\nLatest state per node and phase:\n"
+            "  NODE  os-init      gpu-driver  rdma  storage  monitoring  scheduler  acceptance\n"
+            "  n1    succeeded    -           -     -        -           -          -\n"
+            "  n2    rolled-back  -           -     -        -           -          -\n"
+            "\nFailures:\n"
+            "  n2 os-init (run 2): step chrony: exited 1\n"
+            "\nAcceptance checks, latest per node:\n"
+            "  n1  0 passed, 1 failed, 0 skipped (run 2)\n"
+            "    FAIL gpu: 7 GPUs, expected 8\n");
+  EXPECT_EQ(run_text(run, {latest[1]}, {}, 4),
+            "Run 2: apply , failed (exit 3), 2026-12-01T00:00:00Z .. \n"
+            "  NODE  PHASE    STATUS       CHANGES  SECONDS  DETAIL\n"
+            "  n2    os-init  rolled-back  0        1.0      chrony: exited 1\n"
+            "4 remote commands recorded\n");
+}
+
+}  // namespace
+}  // namespace gpuexpand

@@ -1,0 +1,24 @@
+#pragma once
+// What `status` prints, apart from reading the store (cli/cmd_status.cpp):
+// one run in detail, and the overview (runs, the latest state per node and
+// phase, failures, the latest acceptance checks). Plain aligned tables.
+// Tested by exact text (tests/unit/views_test.cpp, tests/cli/cli_test.cpp).
+
+#include <string>
+#include <vector>
+
+#include "gpuexpand/state/state_store.hpp"
+
+namespace gpuexpand {
+
+// `status --run N`: the run's line, its phases, its checks, the audit count.
+std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& phases,
+                     const std::vector<CheckResult>& checks, size_t audited_commands);
+
+// `status`: runs newest first, then per node the latest result of each
+// phase (in phase_order()), the failures among them, and each node's
+// latest acceptance checks (nothing of those when none was recorded).
+std::string status_overview_text(const std::vector<RunRecord>& runs, const std::vector<PhaseResult>& latest,
+                                 const std::vector<CheckResult>& latest_checks);
+
+}  // namespace gpuexpand
