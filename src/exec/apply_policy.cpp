@@ -52,7 +52,8 @@ Result<RunStart> begin_run_resuming(StateStore& store, const RunRecord& record, 
     auto released = store.force_unlock(conflict.nodes, lock_holder_identity() + " (resume)", now);
     if (!released) return released.error();
   }
-  return make_error("unreachable");  // the loop returns on its second attempt
+  // Not reached: the second attempt returns either way.
+  return make_error("could not begin the run after taking over a dead holder's locks");
 }
 
 bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner,

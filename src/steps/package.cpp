@@ -1,8 +1,8 @@
 // package: packages installed (at a version) or absent, through apt or dnf.
 
 #include "gpuexpand/steps/decision.hpp"
-#include "kinds.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
+#include "kinds.hpp"
 
 namespace gpuexpand::steps {
 namespace {
