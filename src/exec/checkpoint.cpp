@@ -1,9 +1,5 @@
 #include "gpuexpand/exec/checkpoint.hpp"
-#include "gpuexpand/plan/controller.hpp"
 
-#include "gpuexpand/accept/acceptance.hpp"
-#include "gpuexpand/steps/params.hpp"
-#include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
