@@ -450,6 +450,9 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
          " srun -Q $r -w \"$N\" -N 1 -n 1 -t 2 -J gpuexpand-acceptance hostname 2>&1); rc=$?\n";
     s += "  if [ $rc -eq 0 ] && [ \"$out\" = \"$N\" ]; then res scheduler pass \"$t\" \"state $state, features $feats, "
          "GRES $gres; a test job ran on $N${r:+ in reservation $R}\"\n";
+    // The hold as a field of its own (verify leaves a held node out of the
+    // multi-node job: one job runs in at most one reservation).
+    s += "    [ -z \"$r\" ] || printf '@@held %s\\n' \"$R\"\n";
     s += "  elif [ $rc -eq 124 ]; then res scheduler fail \"$t\" \"the test job did not run within " +
          std::to_string(job_timeout) + " s\"\n";
     s += "  else res scheduler fail \"$t\" \"the test job failed (exit $rc): $out\"; fi\n";

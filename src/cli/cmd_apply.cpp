@@ -131,7 +131,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   ExecutionReport report = execute(spec, nodes, playbooks, *runner, journal, exec);
   const bool multinode_ok =
-      report.interrupted || g_stop_requested.load() || run_multinode_check(report, *runner, nodes, journal);
+      report.interrupted || g_stop_requested.load() || apply_multinode_check(report, *runner, nodes, journal);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   journal.flush_audit();
 

@@ -4,7 +4,6 @@
 
 #include <signal.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "gpuexpand/exec/fault_drill.hpp"
 #include "gpuexpand/exec/multinode.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/exec/acceptance_run.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
 #include "gpuexpand/facts/gather.hpp"
@@ -75,67 +75,41 @@ int run_verify(Context& context, const VerifyOptions& options) {
   const auto start = Clock::now();
   FactsByNode facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
 
-  std::vector<json> settings(nodes.size());
-  std::vector<std::vector<CheckResult>> results(nodes.size());
+  // Every reachable node is a ping peer: verify changes nothing, so a
+  // reachable node's network is as configured as it will be.
   std::vector<bool> reachable(nodes.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i) reachable[i] = !facts.at(nodes[i]->name).contains("unreachable");
+  std::vector<NodeAcceptance> acceptance(nodes.size());
+  std::vector<AcceptanceOutcome> outcomes(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeSpec& node = *nodes[i];
     if (!reachable[i]) {
       std::cout << node.name << "  UNREACHABLE: " << facts.at(node.name).value("unreachable", "") << std::endl;
       continue;
     }
-    settings[i] = acceptance_settings(node_variables(spec, node));
-    std::vector<const json*> others;
+    std::vector<const json*> peers;
     for (size_t j = 0; j < nodes.size(); ++j) {
-      if (j != i && reachable[j]) others.push_back(&facts.at(nodes[j]->name));
+      if (j != i && reachable[j]) peers.push_back(&facts.at(nodes[j]->name));
     }
-    auto from_facts = facts_checks(settings[i], facts.at(node.name));
-    CommandRequest request =
-        shell_script(acceptance_script(settings[i], ping_peers(settings[i], others), AcceptanceMode::Verify,
-                                       node_hardware(facts.at(node.name))),
-                     std::chrono::seconds(settings[i].value("job_timeout", 120) + 300));
-    runner->submit(i, std::move(request), [&, i, from_facts](const CommandOutcome& outcome) {
-      if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
-        CheckResult lost;
-        lost.check = "acceptance";
-        lost.status = CheckStatus::Fail;
-        lost.detail = "cannot run the checks: " + outcome.message;
-        results[i] = {lost};
-      } else {
-        results[i] = merge_check_results(settings[i], from_facts, parse_acceptance_output(outcome.out),
-                                         acceptance_script_finished(outcome.out));
-      }
+    acceptance[i] = prepare_node_acceptance(acceptance_settings(node_variables(spec, node)), facts.at(node.name), peers,
+                                            AcceptanceMode::Verify);
+    runner->submit(i, acceptance_request(acceptance[i]), [&, i](const CommandOutcome& ran) {
+      outcomes[i] = acceptance_outcome(acceptance[i], ran);
     });
   }
   runner->run();
 
-  // One job over every node that passed and asks for the multi-node check.
-  std::vector<size_t> multinode;
+  std::vector<std::vector<CheckResult>> results(nodes.size());
+  std::vector<MultinodeCandidate> candidates;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!reachable[i]) continue;
-    const auto& checks = settings[i].value("checks", json::array());
-    const bool wants = std::find(checks.begin(), checks.end(), json("multinode")) != checks.end();
-    // A node still held for acceptance (its test job ran in its own
-    // reservation) cannot share a job with others: one job, one reservation.
-    const bool held = std::any_of(results[i].begin(), results[i].end(), [](const CheckResult& r) {
-      return r.check == "scheduler" && r.detail.find(" in reservation ") != std::string::npos;
-    });
-    if (wants && settings[i]["slurm"].is_object() && all_passed(results[i]) && !held) multinode.push_back(i);
+    results[i] = outcomes[i].results;
+    candidates.push_back({i, nodes[i]->name, acceptance[i].settings, outcomes[i].passed(), !outcomes[i].held_in.empty()});
   }
-  if (multinode.size() >= 2) {
-    std::vector<MultinodeMember> members;
-    for (size_t i : multinode) members.push_back({i, nodes[i]->name});
-    const json& first = settings[multinode.front()];
-    const auto outcomes =
-        run_multinode_jobs(*runner, members, first.value("job_timeout", 120), first.value("multinode_nodes", 0L));
-    for (size_t k = 0; k < outcomes.size(); ++k) results[multinode[k]].push_back(outcomes[k]);
-  } else if (multinode.size() == 1) {
-    CheckResult alone;
-    alone.check = "multinode";
-    alone.status = CheckStatus::Skip;
-    alone.detail = "no other node of this run passed to share a job with";
-    results[multinode.front()].push_back(alone);
+  for (const auto& [node, result] : run_multinode_check(*runner, candidates)) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i]->name == node) results[i].push_back(result);
+    }
   }
 
   size_t passed = 0, failed = 0, unreachable = 0;

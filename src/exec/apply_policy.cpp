@@ -56,29 +56,20 @@ Result<RunStart> begin_run_resuming(StateStore& store, const RunRecord& record, 
   return make_error("could not begin the run after taking over a dead holder's locks");
 }
 
-bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner,
-                         const std::vector<const NodeSpec*>& nodes, RunJournal& journal) {
-  std::vector<MultinodeMember> members;
-  int timeout = 120;
-  long per_job = 0;
+bool apply_multinode_check(const ExecutionReport& report, CommandRunner& runner,
+                           const std::vector<const NodeSpec*>& nodes, RunJournal& journal) {
+  // A node accepted in this run has been released: no longer held.
+  std::vector<MultinodeCandidate> candidates;
   for (const auto& accepted : report.accepted) {
-    const auto& checks = accepted.settings.value("checks", nlohmann::json::array());
-    if (std::find(checks.begin(), checks.end(), nlohmann::json("multinode")) == checks.end()) continue;
-    if (!accepted.settings.value("slurm", nlohmann::json()).is_object()) continue;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      if (nodes[i]->name != accepted.node || report.nodes[i].result != NodeResult::Changed) continue;
-      if (members.empty()) {
-        timeout = accepted.settings.value("job_timeout", 120);
-        per_job = accepted.settings.value("multinode_nodes", 0L);
-      }
-      members.push_back({i, accepted.node});
+      if (nodes[i]->name != accepted.node) continue;
+      candidates.push_back({i, accepted.node, accepted.settings, report.nodes[i].result == NodeResult::Changed, false});
     }
   }
-  const auto results = run_multinode_jobs(runner, members, timeout, per_job);
   bool passed = true;
-  for (size_t k = 0; k < results.size(); ++k) {
-    journal.checks_recorded(members[k].node, {results[k]});
-    passed = passed && results[k].status == CheckStatus::Pass;
+  for (const auto& [node, result] : run_multinode_check(runner, candidates)) {
+    journal.checks_recorded(node, {result});
+    passed = passed && result.status != CheckStatus::Fail;
   }
   return passed;
 }

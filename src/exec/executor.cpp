@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/exec/acceptance_run.hpp"
 #include "gpuexpand/exec/rollback.hpp"
 #include "gpuexpand/steps/action.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
@@ -477,35 +478,32 @@ class Execution {
   // in one script, results to the journal; then either release the node
   // (and record what it passed with) or drain it and fail the phase.
   void accept(NodeRun& run) {
-    const json settings = run.phase.steps[run.step].params.value("settings", json::object());
-    std::vector<const json*> others;
+    std::vector<const json*> peers;
     for (const auto& other : runs_) {
-      if (&other != &run && network_ready(other)) others.push_back(&other.facts);
+      if (&other != &run && network_ready(other)) peers.push_back(&other.facts);
     }
-    auto from_facts = facts_checks(settings, run.facts);
-    CommandRequest request =
-        shell_script(acceptance_script(settings, ping_peers(settings, others), AcceptanceMode::Apply,
-                                       node_hardware(run.facts)),
-                     std::chrono::seconds(settings.value("job_timeout", 120) + 300));
-    runner_.submit(run.index, std::move(request), [this, &run, settings, from_facts](const CommandOutcome& outcome) {
-      if (!outcome.ok() && outcome.failure != FailureKind::CommandFailed) {
-        roll_back(run, run.phase.steps[run.step].key, "cannot run the acceptance checks: " + outcome.message);
+    auto acceptance = std::make_shared<NodeAcceptance>(
+        prepare_node_acceptance(run.phase.steps[run.step].params.value("settings", json::object()), run.facts, peers,
+                                AcceptanceMode::Apply));
+    runner_.submit(run.index, acceptance_request(*acceptance), [this, &run, acceptance](const CommandOutcome& ran) {
+      const json& settings = acceptance->settings;
+      const AcceptanceOutcome outcome = acceptance_outcome(*acceptance, ran);
+      if (!outcome.not_run.empty()) {
+        roll_back(run, run.phase.steps[run.step].key, outcome.not_run);
         return;
       }
-      auto results = merge_check_results(settings, from_facts, parse_acceptance_output(outcome.out),
-                                         acceptance_script_finished(outcome.out));
+      const auto& results = outcome.results;
       journal_.checks_recorded(run.node->name, results);
-      if (all_passed(results)) {
+      if (outcome.passed()) {
         AcceptanceCommand release = release_command(settings);
         runner_.submit(run.index, command_with_stdin(release.command, release.stdin_data),
-                       [this, &run](const CommandOutcome& released) {
+                       [this, &run, acceptance](const CommandOutcome& released) {
                          if (!released.ok()) {
                            roll_back(run, run.phase.steps[run.step].key,
                                      "checks passed but the node could not be released: " + released.message);
                            return;
                          }
-                         report_.accepted.push_back({run.node->name, run.phase.steps[run.step].params.value(
-                                                                         "settings", json::object())});
+                         report_.accepted.push_back({run.node->name, acceptance->settings});
                          ++run.step;
                          apply_next_step(run);
                        });

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/accept/node_acceptance.hpp"
 
 namespace gpuexpand {
 
@@ -26,6 +27,31 @@ std::vector<CheckResult> run_multinode_jobs(CommandRunner& runner, const std::ve
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t k : groups[g]) out[k] = by_group[g];
   }
+  return out;
+}
+
+std::vector<NodeCheck> run_multinode_check(CommandRunner& runner, const std::vector<MultinodeCandidate>& candidates) {
+  std::vector<MultinodeMember> members;
+  const nlohmann::json* first = nullptr;
+  for (const auto& c : candidates) {
+    if (!c.passed || c.held || !wants_multinode(c.settings)) continue;
+    if (!first) first = &c.settings;
+    members.push_back({c.runner_index, c.node});
+  }
+  std::vector<NodeCheck> out;
+  if (members.size() == 1) {
+    CheckResult alone;
+    alone.check = "multinode";
+    alone.status = CheckStatus::Skip;
+    alone.detail = "no other node of this run passed to share a job with";
+    out.push_back({members.front().node, alone});
+    return out;
+  }
+  if (members.empty()) return out;
+  // The job's shape from the first member: one spec, one setting.
+  const auto results =
+      run_multinode_jobs(runner, members, first->value("job_timeout", 120), first->value("multinode_nodes", 0L));
+  for (size_t k = 0; k < results.size(); ++k) out.push_back({members[k].node, results[k]});
   return out;
 }
 

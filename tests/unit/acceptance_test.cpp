@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/accept/node_acceptance.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -171,6 +172,25 @@ TEST_F(AcceptanceScript, AllPassWithHealthyStandIns) {
   EXPECT_EQ(results[1].detail, "eth1: 9000-byte packets reach 198.18.1.12 unfragmented");
   EXPECT_EQ(results[2].detail.rfind(dir_ + "/it's shared: writable, ", 0), 0u) << results[2].detail;
   EXPECT_EQ(results[3].detail, "node_exporter on port 9100 serves node_cpu_seconds_total");
+  // The hold is a field, not a phrase in the detail.
+  NodeAcceptance prepared;
+  prepared.settings = settings();
+  EXPECT_EQ(read_node_acceptance(prepared, out).held_in, "gpuexpand-accept-node-01");
+}
+
+TEST_F(AcceptanceScript, NoReservationNoHold) {
+  tool("scontrol",
+       "case \"$*\" in 'show node node-01 -o') echo 'NodeName=node-01 AvailableFeatures=h200,lab Gres=gpu:8 "
+       "State=IDLE' ;; *) exit 1 ;; esac");
+  tool("srun", "[ \"$1 $2\" = '-Q -w' ] && echo node-01");
+  json only_scheduler = settings();
+  only_scheduler["checks"] = {"scheduler"};
+  NodeAcceptance prepared;
+  prepared.settings = only_scheduler;
+  const std::string out = run(acceptance_script(only_scheduler, {}, AcceptanceMode::Verify));
+  const AcceptanceOutcome outcome = read_node_acceptance(prepared, out);
+  EXPECT_TRUE(outcome.passed()) << statuses(outcome.results) << out;
+  EXPECT_EQ(outcome.held_in, "") << out;
 }
 
 TEST_F(AcceptanceScript, FailuresSayWhy) {

@@ -77,7 +77,9 @@ struct NodeHardware {
 NodeHardware node_hardware(const nlohmann::json& facts);
 
 // The node-side checks as one POSIX sh script; it prints one line per
-// result, "@@check NAME pass|fail|skip SECONDS DETAIL".
+// result, "@@check NAME pass|fail|skip SECONDS DETAIL", "@@held RESERVATION"
+// when the scheduler's test job ran in the node's acceptance reservation,
+// and "@@end" last.
 std::string acceptance_script(const nlohmann::json& settings, const PingPeers& peers, AcceptanceMode mode,
                               const NodeHardware& hardware = {});
 

@@ -52,11 +52,12 @@ struct RunStart {
 Result<RunStart> begin_run_resuming(StateStore& store, const RunRecord& record, const std::string& now,
                                     const std::function<void(const LockConflict&)>& on_takeover);
 
-// After the nodes: the multi-node check over the nodes that passed
-// acceptance in this run and ask for it (run_multinode_jobs). A failure
-// fails the run but drains nobody: it does not say which node is at fault.
-bool run_multinode_check(const ExecutionReport& report, CommandRunner& runner,
-                         const std::vector<const NodeSpec*>& nodes, RunJournal& journal);
+// After the nodes: the multi-node check (exec/multinode.hpp's policy) over
+// the nodes that passed acceptance in this run and converged, results to
+// the journal. A failure fails the run but drains nobody: it does not say
+// which node is at fault.
+bool apply_multinode_check(const ExecutionReport& report, CommandRunner& runner,
+                           const std::vector<const NodeSpec*>& nodes, RunJournal& journal);
 
 // kExitOk: every node converged; kExitInterrupted: stopped by a signal;
 // kExitPartial: a node failed, was unreachable or not started, or the
