@@ -14,7 +14,7 @@
 
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/plan/plan.hpp"
-#include "gpuexpand/plan/plan_text.hpp"
+#include "gpuexpand/view/plan_text.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
 #include "gpuexpand/util/embedded_data.hpp"
 

@@ -185,7 +185,38 @@ std::string below_minimum(const json& min, const std::string& what, const std::s
 
 std::string acceptance_reservation(const std::string& node) { return "gpuexpand-accept-" + node; }
 
-json acceptance_settings(const json& vars) {
+const std::vector<std::string>& builtin_checks() {
+  static const std::vector<std::string> names = {"scheduler", "gpu", "network", "storage", "monitoring", "multinode"};
+  return names;
+}
+
+bool is_builtin_check(const std::string& name) {
+  const auto& names = builtin_checks();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+Result<void> check_declared_checks(const json& declared) {
+  if (declared.is_null()) return {};
+  if (!declared.is_array()) return make_error("'checks' must be a list of checks");
+  std::set<std::string> seen;
+  for (const auto& c : declared) {
+    const std::string name = text(c, "name");
+    if (name.empty()) return make_error("every entry of 'checks' needs a 'name'");
+    if (!seen.insert(name).second) return make_error("check '" + name + "' is declared twice");
+    const bool custom = member(c, "command").is_string();
+    if (is_builtin_check(name) && custom) {
+      return make_error("'" + name + "' is a builtin check: a check with its own 'command' needs another name");
+    }
+    if (!is_builtin_check(name) && !custom) {
+      return make_error("check '" + name + "' is not a builtin check (scheduler, gpu, network, storage, monitoring, "
+                        "multinode) and has no 'command'");
+    }
+    if (name == "acceptance" || name == "fault-drill") return make_error("'" + name + "' is a reserved check name");
+  }
+  return {};
+}
+
+json acceptance_settings(const json& vars, const json& declared) {
   const std::string node = text(member(vars, "node"), "name");
   json settings = {{"node", node}};
   const json& validation = member(vars, "validation");
@@ -264,7 +295,9 @@ json acceptance_settings(const json& vars) {
         {{"name", "gpu_exporter"}, {"port", number(gpu_exporter, "port", 9400)}, {"metric", "DCGM_FI_DEV_GPU_UTIL"}});
   }
 
-  // The spec's list, or every check that has something to look at.
+  // The spec's list, or every check that has something to look at; of
+  // those, the builtin checks the playbook declares (all when it declares
+  // none), then the playbook's own checks.
   json checks = json::array();
   if (member(validation, "checks").is_array()) {
     checks = validation["checks"];
@@ -275,6 +308,23 @@ json acceptance_settings(const json& vars) {
     if (!settings["mounts"].empty()) checks.push_back("storage");
     if (!settings["exporters"].empty()) checks.push_back("monitoring");
     if (kind == "slurm") checks.push_back("multinode");
+  }
+  if (declared.is_array()) {
+    std::set<std::string> offered;
+    for (const auto& c : declared) offered.insert(text(c, "name"));
+    json kept = json::array();
+    for (const auto& name : checks) {
+      if (name.is_string() && offered.count(name.get<std::string>())) kept.push_back(name);
+    }
+    checks = kept;
+    // Only when there are some: a record made without them stays valid.
+    json custom = json::array();
+    for (const auto& c : declared) {
+      if (!member(c, "command").is_string()) continue;
+      custom.push_back({{"name", text(c, "name")}, {"command", c["command"]}, {"timeout", number(c, "timeout", 60)}});
+      checks.push_back(text(c, "name"));
+    }
+    if (!custom.empty()) settings["custom"] = custom;
   }
   settings["checks"] = checks;
   return settings;
@@ -603,6 +653,16 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
            "; fi\n";
     }
   }
+  // The playbook's own checks: each command in its own sh with a time
+  // limit; exit 0 passes, its last output line is the detail.
+  for (const auto& c : member(settings, "custom")) {
+    const std::string name = text(c, "name");
+    s += "t=$(now); out=$(timeout " + std::to_string(number(c, "timeout", 60)) + " sh -c " + q(text(c, "command")) +
+         " 2>&1 </dev/null); rc=$?; last=$(printf '%s\n' \"$out\" | tail -n 1)\n";
+    s += "if [ $rc -eq 0 ]; then res " + q(name) + " pass \"$t\" \"$last\"; elif [ $rc -eq 124 ]; then res " + q(name) +
+         " fail \"$t\" \"did not finish within " + std::to_string(number(c, "timeout", 60)) + " s\"; else res " + q(name) +
+         " fail \"$t\" \"exit $rc${last:+: $last}\"; fi\n";
+  }
   s += "echo @@end\n";
   return s;
 }
@@ -647,6 +707,9 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
       CheckResult stopped = result(check, CheckStatus::Fail, "the check script stopped before its end");
       from_script.push_back(stopped);
     }
+    for (const auto& c : member(settings, "custom")) {
+      from_script.push_back(result(text(c, "name"), CheckStatus::Fail, "the check script stopped before its end"));
+    }
   }
   std::vector<CheckResult> out;
   for (const auto& name : strings(member(settings, "checks"))) {
@@ -669,7 +732,9 @@ std::vector<CheckResult> merge_check_results(const json& settings, std::vector<C
       }
     }
     if (!any) {
-      const bool has_work = (name == "storage" && !member(settings, "mounts").empty()) ||
+      const bool custom = std::any_of(member(settings, "custom").begin(), member(settings, "custom").end(),
+                                    [&](const json& c) { return text(c, "name") == name; });
+    const bool has_work = custom || (name == "storage" && !member(settings, "mounts").empty()) ||
                             (name == "monitoring" && !member(settings, "exporters").empty()) ||
                             (name == "scheduler" && member(settings, "slurm").is_object());
       merged.status = has_work ? CheckStatus::Fail : CheckStatus::Skip;

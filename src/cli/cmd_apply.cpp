@@ -32,13 +32,9 @@ void request_stop(int signal_number) {
   ::signal(signal_number, SIG_DFL);
 }
 
-struct ApplyOptions {
-  std::string state = ".gpuexpand/state.db";
-  std::string spec;
-  std::vector<std::string> limits;
+struct ApplyOptions : NodeCommandOptions {
   std::string batch, max_fail;
   std::string until;
-  SshOverrides ssh;
 };
 
 std::optional<CountOrPercent> parse_limit_option(const std::string& text, const char* flag) {
@@ -154,21 +150,18 @@ int run_apply(Context& context, const ApplyOptions& options) {
 
 void add_apply_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<ApplyOptions>();
-  CLI::App* cmd = app.add_subcommand("apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed");
-  cmd->add_option("SPEC", options->spec, "Spec file, or a plan saved with `plan --out`")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
-  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
+  CLI::App* cmd =
+      add_node_command(app, action, "apply", "Apply the phases to the nodes: ordered, idempotent, checkpointed", options,
+                       run_apply, node_help("State store (SQLite)", "Spec file, or a plan saved with `plan --out`"));
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
   cmd->add_option("--until", options->until,
                   "Stop after this phase: e.g. --until scheduler registers nodes and leaves them held for acceptance")
       ->check(CLI::IsMember(phase_order()));
-  add_ssh_options(*cmd, options->ssh);
   cmd->footer("Examples:\n  gpuexpand apply spec.yaml\n  gpuexpand apply spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n\n"
               "Each phase is checkpointed on the node first and rolled back if a step or its verification fails.\n"
               "Exit 0: all nodes converged; 3: some nodes failed (rolled back); 130: interrupted.");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_apply(c, *options); }; });
 }
 
 }  // namespace gpuexpand::cli

@@ -5,57 +5,16 @@
 #include "commands.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/facts/gather.hpp"
-#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/view/facts_view.hpp"
 
 namespace gpuexpand::cli {
 namespace {
 
-struct FactsOptions {
-  std::string spec;
-  std::vector<std::string> limits;
+struct FactsOptions : NodeCommandOptions {
   std::string output = "table";
   std::string save;
-  std::string state = ".gpuexpand/state.db";
-  SshOverrides ssh;
 };
-
-std::string cell(const nlohmann::json& facts, const nlohmann::json::json_pointer& at, const std::string& fallback = "-") {
-  if (!facts.contains(at) || facts.at(at).is_null()) return fallback;
-  const auto& v = facts.at(at);
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
-void print_table(const std::vector<const NodeSpec*>& nodes, const FactsByNode& facts) {
-  std::vector<std::vector<std::string>> rows = {{"NODE", "OS", "KERNEL", "HOSTNAME", "GPUS", "DRIVER"}};
-  std::vector<std::string> unreachable;
-  for (const auto* node : nodes) {
-    const auto& f = facts.at(node->name);
-    if (f.contains("unreachable")) {
-      unreachable.push_back(f["unreachable"].get<std::string>());
-      continue;
-    }
-    const std::string gpus = cell(f, "/gpus/count"_json_pointer, "0") +
-                             (f["gpus"].contains("model") && f["gpus"]["model"].is_string()
-                                  ? " x " + f["gpus"]["model"].get<std::string>()
-                                  : "");
-    rows.push_back({node->name, cell(f, "/os/pretty_name"_json_pointer), cell(f, "/os/kernel"_json_pointer),
-                    cell(f, "/hostname"_json_pointer), gpus, cell(f, "/gpus/driver_version"_json_pointer)});
-  }
-  std::vector<size_t> widths(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
-    }
-    std::cout << line << "\n";
-  }
-  for (const auto& reason : unreachable) std::cout << "unreachable: " << reason << "\n";
-}
 
 int run_facts(Context& context, const FactsOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
@@ -81,11 +40,7 @@ int run_facts(Context& context, const FactsOptions& options) {
   if (options.output == "json") {
     std::cout << document.dump(2) << "\n";
   } else {
-    print_table(nodes, facts);
-    char timing[64];
-    std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
-    std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ") << nodes.size() - unreachable
-              << " answered, " << unreachable << " unreachable" << timing << "\n";
+    std::cout << facts_table(nodes, facts) << "\n" << facts_summary_line(nodes.size(), unreachable, seconds);
   }
   const int exit_code = unreachable == 0 ? kExitOk : kExitError;
   audited.finish(exit_code);
@@ -96,19 +51,15 @@ int run_facts(Context& context, const FactsOptions& options) {
 
 void add_facts_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<FactsOptions>();
-  CLI::App* cmd = app.add_subcommand("facts", "Gather live facts from every node: one SSH round trip each");
-  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
-  cmd->add_option("-o,--output", options->output, "table or json")->check(CLI::IsMember({"table", "json"}));
+  CLI::App* cmd = add_node_command(app, action, "facts", "Gather live facts from every node: one SSH round trip each",
+                                   options, run_facts,
+                                   node_help("State store: the probe commands are recorded in its audit"));
+  add_output_option(*cmd, options->output, {"table", "json"});
   cmd->add_option("--save", options->save, "Also save the facts (JSON) for `plan --facts`");
-  cmd->add_option("--state", options->state, "State store: the probe commands are recorded in its audit")
-      ->capture_default_str();
-  add_ssh_options(*cmd, options->ssh);
   cmd->footer("Examples:\n  gpuexpand facts spec.yaml --limit rack=r01\n"
               "  gpuexpand facts spec.yaml -o json --save recorded.json\n\n"
               "Unreachable nodes are listed with the reason; the others are unaffected. Exit 1 if any node was "
               "unreachable.");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_facts(c, *options); }; });
 }
 
 }  // namespace gpuexpand::cli

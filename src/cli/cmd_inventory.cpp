@@ -67,11 +67,11 @@ void add_inventory_command(CLI::App& app, Action& action) {
   cmd->add_option("-l,--limit", options->limits,
                   "Select nodes: names, host lists, rack=NAME, group=NAME, !TERM to exclude (repeatable)")
       ->allow_extra_args(false);
-  cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_output_option(*cmd, options->output, {"text", "json"});
   cmd->add_flag("--hostlist", options->hostlist, "Print the selection folded into host-list form");
   cmd->footer("Examples:\n  gpuexpand inventory spec.yaml --limit rack=r02\n"
               "  gpuexpand inventory spec.yaml --limit 'gpu-node-[001-040],!gpu-node-013' --hostlist");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_inventory(c, *options); }; });
+  set_action(*cmd, action, options, run_inventory);
 }
 
 }  // namespace gpuexpand::cli

@@ -6,22 +6,18 @@
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/inventory/selection.hpp"
-#include "gpuexpand/plan/plan_text.hpp"
+#include "gpuexpand/view/plan_text.hpp"
 
 namespace gpuexpand::cli {
 namespace {
 
-struct PlanOptions {
-  std::string spec;
+struct PlanOptions : NodeCommandOptions {
   std::string facts_file;
-  std::vector<std::string> limits;
   std::string output = "text";
   std::string out_file;
   bool detailed_exitcode = false;
   bool no_fold = false;
   std::string save_facts;
-  std::string state = ".gpuexpand/state.db";
-  SshOverrides ssh;
 };
 
 int run_plan(Context& context, const PlanOptions& options) {
@@ -67,8 +63,7 @@ int run_plan(Context& context, const PlanOptions& options) {
   // cannot report "nothing to change" (0) or only "changes" (2).
   const PlanSummary summary = plan.summary();
   if (summary.errors > 0 || summary.unreachable > 0) {
-    std::cerr << "gpuexpand: the plan is incomplete: " << summary.unreachable << " unreachable, " << summary.errors
-              << " failed to plan\n";
+    std::cerr << plan_incomplete_line(summary);
     return kExitError;
   }
   if (options.detailed_exitcode && plan.has_changes()) return kExitChanges;
@@ -79,18 +74,15 @@ int run_plan(Context& context, const PlanOptions& options) {
 
 void add_plan_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
-  CLI::App* cmd = app.add_subcommand("plan", "Show, per node and phase, what apply would change and why");
-  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
+  CLI::App* cmd = add_node_command(app, action, "plan", "Show, per node and phase, what apply would change and why",
+                                   options, run_plan,
+                                   node_help("State store: live probe commands are recorded in its audit"));
   auto* facts_option = cmd->add_option("--facts", options->facts_file,
                                        "Plan against recorded facts (JSON) instead of asking the nodes")
                            ->check(CLI::ExistingFile);
   cmd->add_option("--save-facts", options->save_facts, "Keep the live facts in this file (JSON)")
       ->excludes(facts_option);
-  add_ssh_options(*cmd, options->ssh);
-  cmd->add_option("--state", options->state, "State store: live probe commands are recorded in its audit")
-      ->capture_default_str();
-  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
-  cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_output_option(*cmd, options->output, {"text", "json"});
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
   cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
                 "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");
@@ -99,7 +91,6 @@ void add_plan_command(CLI::App& app, Action& action) {
               "  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n\n"
               "Markers: + create  ~ update  - remove  ? decided on the node (the facts do not say)");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_plan(c, *options); }; });
 }
 
 }  // namespace gpuexpand::cli

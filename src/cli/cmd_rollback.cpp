@@ -7,16 +7,13 @@
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/util/digest.hpp"
+#include "gpuexpand/view/rollback_view.hpp"
 
 namespace gpuexpand::cli {
 namespace {
 
-struct RollbackOptions {
-  std::string spec;
-  std::vector<std::string> limits;
+struct RollbackOptions : NodeCommandOptions {
   std::string to;
-  std::string state = ".gpuexpand/state.db";
-  SshOverrides ssh;
 };
 
 int run_rollback(Context& context, const RollbackOptions& options) {
@@ -34,7 +31,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
     if (!checkpoints) throw CommandFailed{kExitError, checkpoints.error().message};
     auto todo = checkpoints_after(checkpoints.value(), options.to);
     if (todo.empty()) {
-      std::cout << node->name << "  nothing to roll back after " << options.to << "\n";
+      std::cout << nothing_to_roll_back_line(node->name, options.to);
       continue;
     }
     plan.push_back({node->name, std::move(todo), std::nullopt});
@@ -63,16 +60,12 @@ int run_rollback(Context& context, const RollbackOptions& options) {
     result.finished_at = utc_now_rfc3339();
     result.message = "restored the checkpoint of run " + std::to_string(c.run_id);
     (void)(*store)->record_phase(result);
-    std::cout << c.node << "  " << c.phase << "  restored (checkpoint of run " << c.run_id << ")" << std::endl;
+    std::cout << checkpoint_restored_line(c) << std::flush;
   });
-  size_t failed = 0;
-  for (const auto& r : results) {
-    if (r.failure.empty()) continue;
-    ++failed;
-    std::cerr << "gpuexpand: " << r.node << ": " << r.failure << "\n";
-  }
-  std::cout << "\n" << results.size() << (results.size() == 1 ? " node" : " nodes") << " rolled back to "
-            << options.to << ", " << failed << " failed\n";
+  const RollbackReport report = rollback_report(results, options.to);
+  std::cerr << report.failures;
+  std::cout << report.summary;
+  const size_t failed = report.failed;
   const int exit_code = failed ? kExitPartial : kExitOk;
   (void)(*store)->finish_run(run_id, failed ? RunStatus::Failed : RunStatus::Succeeded, exit_code, utc_now_rfc3339());
   return exit_code;
@@ -82,18 +75,15 @@ int run_rollback(Context& context, const RollbackOptions& options) {
 
 void add_rollback_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<RollbackOptions>();
-  CLI::App* cmd = app.add_subcommand("rollback", "Walk nodes back through their checkpoints to the state after a phase");
-  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-l,--limit,--node", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  CLI::App* cmd =
+      add_node_command(app, action, "rollback", "Walk nodes back through their checkpoints to the state after a phase",
+                       options, run_rollback, node_help("State store (SQLite)", "Spec file", "-l,--limit,--node"));
   cmd->add_option("--to", options->to, "Keep this phase and the ones before it; undo the later ones")
       ->required()
       ->check(CLI::IsMember(phase_order()));
-  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
-  add_ssh_options(*cmd, options->ssh);
   cmd->footer("Example:\n  gpuexpand rollback spec.yaml --node gpu-node-007 --to os-init\n\n"
               "Restores, newest first, every checkpoint taken before a phase after --to: files byte for byte,\n"
               "package versions, service states, sysctl values, mounts.");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_rollback(c, *options); }; });
 }
 
 }  // namespace gpuexpand::cli

@@ -100,15 +100,15 @@ void add_status_command(CLI::App& app, Action& action) {
   cmd->add_option("--run", options->run,
                   "One run: its phase results, acceptance checks and the number of remote commands");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
-  cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_status(c, *options); }; });
+  add_output_option(*cmd, options->output, {"text", "json"});
+  set_action(*cmd, action, options, run_status);
 
   auto unlock = std::make_shared<UnlockOptions>();
   CLI::App* u = app.add_subcommand("unlock", "Release run locks left by a run that cannot finish (--force); logged");
   u->add_option("--state", unlock->state, "State store (SQLite)")->capture_default_str();
   u->add_flag("--force", unlock->force, "Really release the locks");
   u->add_option("--node", unlock->nodes, "Only these nodes (default: every lock)")->allow_extra_args(false);
-  u->callback([&action, unlock] { action = [unlock](Context& c) { return run_unlock(c, *unlock); }; });
+  set_action(*u, action, unlock, run_unlock);
 }
 
 }  // namespace gpuexpand::cli

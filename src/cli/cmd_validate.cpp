@@ -55,10 +55,10 @@ void add_validate_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand("validate", "Check specs for errors (no network): YAML, schema, host lists, references");
   cmd->add_option("SPEC", options->specs, "Spec files")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-o,--output", options->output, "text or json")->check(CLI::IsMember({"text", "json"}));
+  add_output_option(*cmd, options->output, {"text", "json"});
   cmd->footer("Example:\n  gpuexpand validate examples/h200-expansion.yaml\n\n"
               "Every error is reported at once as FILE:LINE:COL: message; exit 0 when all specs are valid, 1 otherwise.");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_validate(c, *options); }; });
+  set_action(*cmd, action, options, run_validate);
 }
 
 }  // namespace gpuexpand::cli

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <iostream>
 
 #include "commands.hpp"
@@ -33,13 +32,9 @@ void request_drill_stop(int signal_number) {
   ::signal(signal_number, SIG_DFL);  // a second signal ends the process (the node's timer restores slurmd)
 }
 
-struct VerifyOptions {
-  std::string state = ".gpuexpand/state.db";
-  std::string spec;
-  std::vector<std::string> limits;
+struct VerifyOptions : NodeCommandOptions {
   std::string fault_drill;  // node name
   int drill_timeout = 900;
-  SshOverrides ssh;
 };
 
 int run_verify(Context& context, const VerifyOptions& options) {
@@ -84,14 +79,14 @@ int run_verify(Context& context, const VerifyOptions& options) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NodeSpec& node = *nodes[i];
     if (!reachable[i]) {
-      std::cout << node.name << "  UNREACHABLE: " << facts.at(node.name).value("unreachable", "") << std::endl;
+      std::cout << unreachable_node_line(node.name, facts.at(node.name).value("unreachable", "")) << std::flush;
       continue;
     }
     std::vector<const json*> peers;
     for (size_t j = 0; j < nodes.size(); ++j) {
       if (j != i && reachable[j]) peers.push_back(&facts.at(nodes[j]->name));
     }
-    acceptance[i] = prepare_node_acceptance(acceptance_settings(node_variables(spec, node)), facts.at(node.name), peers,
+    acceptance[i] = prepare_node_acceptance(node_acceptance_settings(spec, node, context.playbooks(), &facts.at(node.name)), facts.at(node.name), peers,
                                             AcceptanceMode::Verify);
     runner->submit(i, acceptance_request(acceptance[i]), [&, i](const CommandOutcome& ran) {
       outcomes[i] = acceptance_outcome(acceptance[i], ran);
@@ -148,10 +143,10 @@ int run_verify(Context& context, const VerifyOptions& options) {
   }
   journal.flush_audit();
 
-  char timing[32];
-  std::snprintf(timing, sizeof timing, " (%.1f s)", std::chrono::duration<double>(Clock::now() - start).count());
-  std::cout << "\n" << nodes.size() << (nodes.size() == 1 ? " node: " : " nodes: ") << passed << " passed, " << failed
-            << " failed, " << unreachable << " unreachable" << timing << std::endl;
+  std::cout << "\n"
+            << verify_summary_line(nodes.size(), passed, failed, unreachable,
+                                   std::chrono::duration<double>(Clock::now() - start).count())
+            << std::flush;
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
   const int exit_code = failed + unreachable == 0 && drill_ok ? kExitOk : kExitPartial;
   (void)(*store)->finish_run(run_id, exit_code == kExitOk ? RunStatus::Succeeded : RunStatus::Failed, exit_code,
@@ -163,23 +158,19 @@ int run_verify(Context& context, const VerifyOptions& options) {
 
 void add_verify_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<VerifyOptions>();
-  CLI::App* cmd = app.add_subcommand("verify", "Run the acceptance checks on the nodes now (changes nothing)");
-  cmd->add_option("SPEC", options->spec, "Spec file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("-l,--limit", options->limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
-  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
+  CLI::App* cmd = add_node_command(app, action, "verify", "Run the acceptance checks on the nodes now (changes nothing)",
+                                   options, run_verify);
   cmd->add_option("--fault-drill", options->fault_drill,
                   "Also stop slurmd on NODE, time how the controller notices and where a job goes meanwhile, restore")
       ->type_name("NODE");
   cmd->add_option("--drill-timeout", options->drill_timeout, "Seconds to wait for each drill step")
       ->capture_default_str()
       ->check(CLI::Range(10, 7200));
-  add_ssh_options(*cmd, options->ssh);
   cmd->footer("Examples:\n  gpuexpand verify spec.yaml --limit rack=r02\n"
               "  gpuexpand verify spec.yaml --limit 'node-[01-04]' --fault-drill node-03\n\n"
               "Checks: scheduler (registration, features, GRES, a test job), gpu, network (MTU end to end),\n"
               "storage (writable, throughput), monitoring (exporter metrics), multinode (one job over the nodes).\n"
               "Results are kept in the state store (`gpuexpand status`). Exit 0: all passed; 3: a check failed.");
-  cmd->callback([&action, options] { action = [options](Context& c) { return run_verify(c, *options); }; });
 }
 
 }  // namespace gpuexpand::cli

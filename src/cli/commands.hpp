@@ -4,12 +4,59 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "context.hpp"
 
 namespace gpuexpand::cli {
 
 using Action = std::function<int(Context&)>;
+
+// Once the command line parsed: `run(context, *options)` is the action.
+template <class Options>
+void set_action(CLI::App& command, Action& action, std::shared_ptr<Options> options, int (*run)(Context&, const Options&)) {
+  command.callback([&action, options, run] { action = [options, run](Context& c) { return run(c, *options); }; });
+}
+
+// What the commands that act on a spec's nodes (plan, facts, apply,
+// rollback, verify) share: the base of their options.
+struct NodeCommandOptions {
+  std::string spec;
+  std::vector<std::string> limits;
+  std::string state = ".gpuexpand/state.db";
+  SshOverrides ssh;
+};
+struct NodeCommandHelp {
+  std::string state = "State store (SQLite)";
+  std::string spec = "Spec file";
+  std::string limit_names = "-l,--limit";
+};
+inline NodeCommandHelp node_help(std::string state, std::string spec = "Spec file",
+                                 std::string limit_names = "-l,--limit") {
+  NodeCommandHelp help;
+  help.state = std::move(state);
+  help.spec = std::move(spec);
+  help.limit_names = std::move(limit_names);
+  return help;
+}
+// SPEC, --limit, --state and the SSH overrides, in that order in --help.
+void add_node_options(CLI::App& command, NodeCommandOptions& options, const NodeCommandHelp& help);
+
+// The subcommand `name` with the shared node options and its action.
+template <class Options>
+CLI::App* add_node_command(CLI::App& app, Action& action, const std::string& name, const std::string& description,
+                           std::shared_ptr<Options> options, int (*run)(Context&, const Options&),
+                           const NodeCommandHelp& help = {}) {
+  CLI::App* command = app.add_subcommand(name, description);
+  add_node_options(*command, *options, help);
+  set_action(*command, action, options, run);
+  return command;
+}
+
+// -o,--output with its choices ("text or json").
+void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices);
 
 void add_validate_command(CLI::App& app, Action& action);
 void add_inventory_command(CLI::App& app, Action& action);

@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
@@ -37,7 +38,6 @@ const json* lookup_path(const json& vars, const std::string& path) {
   return at;
 }
 
-bool is_shell_parameter(const std::string& key) { return key == "run" || key == "check" || key == "rollback"; }
 
 // A parameter that is exactly one "{{ path }}" keeps the value's JSON type
 // (a list stays a list: `names: "{{ os.packages }}"`), as Ansible does.
@@ -58,7 +58,7 @@ Result<json> render_value(const json& value, const json& vars, bool shell, bool 
   if (value.is_array() || value.is_object()) {
     json out = value.is_array() ? json::array() : json::object();
     for (auto it = value.begin(); it != value.end(); ++it) {
-      auto r = render_value(*it, vars, shell, false);
+      auto r = render_value(*it, vars, shell || (value.is_object() && is_shell_parameter(it.key())), false);
       if (!r) return r.error();
       if (value.is_array()) {
         out.push_back(std::move(r.value()));
@@ -296,6 +296,24 @@ Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& node
     plan.nodes.push_back(plan_node(spec, *node, playbooks, it == facts.end() ? nullptr : &it->second));
   }
   return plan;
+}
+
+json node_acceptance_settings(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                              const json* facts) {
+  json vars = node_variables(spec, node);
+  if (facts) vars["facts"] = *facts;
+  for (const auto& phase : playbooks.phases) {
+    for (const auto& step : phase.steps) {
+      const StepKind* kind = find_step_kind(step.type);
+      if (!kind || kind->execution(ResolvedStep{step.id, step.id, step.type, step.params}) != StepExecution::Acceptance) {
+        continue;
+      }
+      if (auto params = render_params(step.type, step.params, vars); params && params->contains("settings")) {
+        return (*params)["settings"];
+      }
+    }
+  }
+  return acceptance_settings(vars);
 }
 
 }  // namespace gpuexpand

@@ -27,7 +27,6 @@ const std::vector<std::string> kVariableRoots = {"node",       "cluster",    "os
 
 // Parameters run through a shell on the node; every other string
 // parameter is plain text (file contents, names, paths).
-bool is_shell_parameter(const std::string& key) { return key == "run" || key == "check" || key == "rollback"; }
 
 class PlaybookChecker {
  public:
@@ -110,7 +109,9 @@ class PlaybookChecker {
     } else if (value.is_array()) {
       for (size_t i = 0; i < value.size(); ++i) check_templates_in(value[i], pointer + "/" + std::to_string(i), context);
     } else if (value.is_object()) {
-      for (const auto& [k, v] : value.items()) check_templates_in(v, json_pointer_append(pointer, k), context);
+      for (const auto& [k, v] : value.items()) {
+        check_templates_in(v, json_pointer_append(pointer, k), is_shell_parameter(k) ? TemplateContext::Shell : context);
+      }
     }
   }
 

@@ -11,11 +11,19 @@ namespace {
 
 class Acceptance final : public StepKind {
  public:
-  // Its settings come from the node's spec, not from the playbook.
-  Acceptance() : StepKind("acceptance", {}) {}
+  // Which checks exist is the playbook's (`checks`); what they expect and
+  // their thresholds come from the node's spec.
+  Acceptance() : StepKind("acceptance", {}, {"checks"}) {}
 
+  Result<void> check_rendered(const json& params) const override {
+    return check_declared_checks(params.value("checks", json()));
+  }
+
+  // The declared checks go into the settings (and the record) and leave
+  // the parameters: one place says what acceptance runs.
   void add_from_variables(json& params, const json& vars) const override {
-    params["settings"] = acceptance_settings(vars);
+    params["settings"] = acceptance_settings(vars, params.value("checks", json()));
+    params.erase("checks");
   }
 
   void request_facts(const ResolvedStep&, FactsRequest& request) const override {

@@ -82,4 +82,15 @@ std::string check_result_lines(const std::string& node, const std::vector<CheckR
   return out;
 }
 
+std::string unreachable_node_line(const std::string& node, const std::string& reason) {
+  return node + "  UNREACHABLE: " + reason + "\n";
+}
+
+std::string verify_summary_line(size_t nodes, size_t passed, size_t failed, size_t unreachable, double seconds) {
+  char timing[32];
+  std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
+  return std::to_string(nodes) + (nodes == 1 ? " node: " : " nodes: ") + std::to_string(passed) + " passed, " +
+         std::to_string(failed) + " failed, " + std::to_string(unreachable) + " unreachable" + timing + "\n";
+}
+
 }  // namespace gpuexpand

@@ -63,6 +63,22 @@ TEST(Acceptance, DefaultChecksAreThoseWithSomethingToCheck) {
   EXPECT_EQ(statuses(facts_checks(only, json::object())), "gpu=skip: no GPUs in the spec\n");
 }
 
+TEST(Acceptance, DeclaredChecksChooseAndAdd) {
+  const json vars = {{"node", {{"name", "n1"}}},
+                     {"gpu", {{"expected_count", 8}}},
+                     {"scheduler", {{"kind", "slurm"}, {"slurm", json::object()}}}};
+  EXPECT_EQ(acceptance_settings(vars), acceptance_settings(vars, nullptr)) << "nothing declared: every builtin";
+  const json declared = json::parse(R"([{"name": "gpu"}, {"name": "ib-fw", "command": "ibstat | grep -q 20.39"}])");
+  const json s = acceptance_settings(vars, declared);
+  EXPECT_EQ(s["checks"], (json{"gpu", "ib-fw"})) << "scheduler and multinode are not declared: off";
+  EXPECT_EQ(s["custom"], json::parse(R"([{"name": "ib-fw", "command": "ibstat | grep -q 20.39", "timeout": 60}])"));
+  // Every builtin declared: the same settings (and record) as before.
+  json all = json::array();
+  for (const auto& name : builtin_checks()) all.push_back({{"name", name}});
+  EXPECT_EQ(acceptance_settings(vars, all), acceptance_settings(vars));
+  EXPECT_FALSE(acceptance_settings(vars, all).contains("custom"));
+}
+
 TEST(Acceptance, GpuCheckOnRecordedFacts) {
   json settings = {{"checks", {"gpu"}},
                    {"gpu",
@@ -176,6 +192,28 @@ TEST_F(AcceptanceScript, AllPassWithHealthyStandIns) {
   NodeAcceptance prepared;
   prepared.settings = settings();
   EXPECT_EQ(read_node_acceptance(prepared, out).held_in, "gpuexpand-accept-node-01");
+}
+
+TEST_F(AcceptanceScript, ThePlaybooksOwnChecksRunOnTheNode) {
+  json settings = {{"node", "node-01"},
+                   {"checks", {"ok-check", "bad-check", "slow-check", "never-reached"}},
+                   {"custom",
+                    {{{"name", "ok-check"}, {"command", "echo firmware 20.39.1002; echo all good"}, {"timeout", 5}},
+                     {{"name", "bad-check"}, {"command", "echo 'it'\\''s broken' >&2; exit 3"}, {"timeout", 5}},
+                     {{"name", "slow-check"}, {"command", "sleep 5"}, {"timeout", 1}}}}};
+  const std::string out = run(acceptance_script(settings, {}, AcceptanceMode::Apply));
+  const auto results = merge_check_results(settings, {}, parse_acceptance_output(out));
+  ASSERT_EQ(results.size(), 4u) << out;
+  EXPECT_EQ(statuses(results),
+            "ok-check=pass: all good\n"
+            "bad-check=fail: exit 3: it's broken\n"
+            "slow-check=fail: did not finish within 1 s\n"
+            "never-reached=skip: nothing to check in the spec\n")
+      << out;
+  // A script cut off before its end fails the playbook's checks too.
+  const auto stopped = merge_check_results(settings, {}, {}, false);
+  EXPECT_EQ(stopped[0].status, CheckStatus::Fail);
+  EXPECT_EQ(stopped[0].detail, "the check script stopped before its end");
 }
 
 TEST_F(AcceptanceScript, NoReservationNoHold) {

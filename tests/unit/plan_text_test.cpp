@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "gpuexpand/plan/plan_text.hpp"
+#include "gpuexpand/view/plan_text.hpp"
 
 namespace gpuexpand {
 namespace {

@@ -247,6 +247,50 @@ TEST(Planner, ParameterShapeIsCheckedAfterRendering) {
   EXPECT_EQ(plan.message, "test.yaml:4:5: step 's': 'values' must be a mapping, got \"UTC\"");
 }
 
+// The acceptance step's declared checks: the builtin ones it lists (the
+// spec chooses among them), its own with a command whose template values
+// are shell-quoted like a command step's; folded into the settings.
+TEST(Planner, AcceptanceChecksAreThePlaybooksAndCommandsAreQuoted) {
+  const std::string steps =
+      "  - id: checks\n    type: acceptance\n    checks:\n      - name: gpu\n"
+      "      - name: gpu-names\n        command: nvidia-smi -L | grep -c {{ gpu.expected_model }}\n"
+      "        timeout: 20\n";
+  const std::string gpu = "  gpu: {expected_count: 8, expected_model: NVIDIA H200, driver_version: '550.90.07'}\n";
+  auto plan = plan_one(gpu, steps, base_facts());
+  ASSERT_EQ(plan.status, NodeStatus::Changes) << plan.message;
+  static ClusterSpec spec;
+  spec = spec_with(gpu);
+  const json settings = node_acceptance_settings(spec, spec.nodes[0], phase_with(steps));
+  EXPECT_EQ(settings["checks"], (json{"gpu", "gpu-names"})) << settings.dump();
+  ASSERT_EQ(settings["custom"].size(), 1u);
+  EXPECT_EQ(settings["custom"][0]["timeout"], 20);
+  EXPECT_EQ(settings["custom"][0]["command"], "nvidia-smi -L | grep -c 'NVIDIA H200'") << "the value is one word";
+
+  std::vector<Diagnostic> diagnostics;
+  auto quoted = load_playbook_text(
+      "phase: acceptance\norder: 7\nsteps:\n  - id: checks\n    type: acceptance\n    checks:\n"
+      "      - name: x\n        command: echo \"{{ node.name }}\"\n",
+      "t.yaml", testing::schema("playbook"), diagnostics);
+  EXPECT_FALSE(quoted) << "a placeholder inside double quotes in a check's command is refused";
+  ASSERT_FALSE(diagnostics.empty());
+  EXPECT_NE(diagnostics.front().message.find("inside double quotes"), std::string::npos) << diagnostics.front().message;
+}
+
+TEST(Planner, AcceptanceChecksThatCannotBeRun) {
+  const std::string defaults = "  os: {timezone: UTC}\n";
+  auto plan = plan_one(defaults, "  - {id: checks, type: acceptance, checks: [{name: gpu, command: 'true'}]}\n",
+                       base_facts());
+  EXPECT_EQ(plan.status, NodeStatus::Error);
+  EXPECT_NE(plan.message.find("'gpu' is a builtin check: a check with its own 'command' needs another name"),
+            std::string::npos)
+      << plan.message;
+  plan = plan_one(defaults, "  - {id: checks, type: acceptance, checks: [{name: bmc}]}\n", base_facts());
+  EXPECT_NE(plan.message.find("check 'bmc' is not a builtin check"), std::string::npos) << plan.message;
+  plan = plan_one(defaults, "  - {id: checks, type: acceptance, checks: [{name: gpu}, {name: gpu}]}\n",
+                  base_facts());
+  EXPECT_NE(plan.message.find("check 'gpu' is declared twice"), std::string::npos) << plan.message;
+}
+
 TEST(Planner, SysctlComparesFieldsNotWhitespace) {
   const std::string step = "  - {id: s, type: sysctl, values: '{{ os.sysctl }}'}\n";
   const std::string defaults = "  os: {sysctl: {net.ipv4.tcp_rmem: '4096 87380 134217728', vm.swappiness: 1}}\n";

@@ -1,11 +1,15 @@
-// What apply and verify print (view/apply_view.hpp), by exact text: the
-// console lines CI logs are grepped for, the summary, verify's results.
+// What the commands print (view/), by exact text: apply's console lines CI
+// logs are grepped for and its summary, verify's results, status's tables,
+// facts' table, rollback's lines and plan's incomplete notice.
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
 #include "gpuexpand/view/apply_view.hpp"
+#include "gpuexpand/view/facts_view.hpp"
+#include "gpuexpand/view/plan_text.hpp"
+#include "gpuexpand/view/rollback_view.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -81,6 +85,55 @@ TEST(VerifyView, OneLinePerCheck) {
 
 namespace gpuexpand {
 namespace {
+
+TEST(VerifyView, UnreachableAndSummary) {
+  EXPECT_EQ(unreachable_node_line("node-03", "connection refused"), "node-03  UNREACHABLE: connection refused\n");
+  EXPECT_EQ(verify_summary_line(4, 2, 1, 1, 3.26), "4 nodes: 2 passed, 1 failed, 1 unreachable (3.3 s)\n");
+  EXPECT_EQ(verify_summary_line(1, 1, 0, 0, 0.04), "1 node: 1 passed, 0 failed, 0 unreachable (0.0 s)\n");
+}
+
+TEST(FactsView, TablePaddedUnreachableListedSummary) {
+  NodeSpec a, b, c;
+  a.name = "node-01";
+  b.name = "n2";
+  c.name = "node-03";
+  FactsByNode facts;
+  facts["node-01"] = {{"os", {{"pretty_name", "Debian GNU/Linux 12 (bookworm)"}, {"kernel", "6.1.0-27-amd64"}}},
+                      {"hostname", "node-01"},
+                      {"gpus", {{"count", 8}, {"model", "NVIDIA H200"}, {"driver_version", "550.90.07"}}}};
+  facts["n2"] = {{"os", {{"pretty_name", "Ubuntu 22.04.4 LTS"}, {"kernel", nullptr}}}, {"hostname", "localhost"},
+                 {"gpus", nullptr}};
+  facts["node-03"] = {{"unreachable", "node-03 (198.18.1.13:22): connection refused"}};
+  EXPECT_EQ(facts_table({&a, &b, &c}, facts),
+            "NODE     OS                              KERNEL          HOSTNAME   GPUS             DRIVER\n"
+            "node-01  Debian GNU/Linux 12 (bookworm)  6.1.0-27-amd64  node-01    8 x NVIDIA H200  550.90.07\n"
+            "n2       Ubuntu 22.04.4 LTS              -               localhost  0                -\n"
+            "unreachable: node-03 (198.18.1.13:22): connection refused\n");
+  EXPECT_EQ(facts_summary_line(3, 1, 0.84), "3 nodes: 2 answered, 1 unreachable (0.8 s)\n");
+  EXPECT_EQ(facts_summary_line(1, 0, 0.21), "1 node: 1 answered, 0 unreachable (0.2 s)\n");
+}
+
+TEST(RollbackView, LinesAndReport) {
+  CheckpointRecord c;
+  c.run_id = 12;
+  c.node = "node-03";
+  c.phase = "storage";
+  EXPECT_EQ(checkpoint_restored_line(c), "node-03  storage  restored (checkpoint of run 12)\n");
+  EXPECT_EQ(nothing_to_roll_back_line("node-04", "rdma"), "node-04  nothing to roll back after rdma\n");
+  const RollbackReport report =
+      rollback_report({{"node-03", {"storage (run 12)"}, ""}, {"node-05", {}, "restore of rdma exited 1"}}, "rdma");
+  EXPECT_EQ(report.failed, 1u);
+  EXPECT_EQ(report.failures, "gpuexpand: node-05: restore of rdma exited 1\n");
+  EXPECT_EQ(report.summary, "\n2 nodes rolled back to rdma, 1 failed\n");
+  EXPECT_EQ(rollback_report({{"n1", {}, ""}}, "os-init").summary, "\n1 node rolled back to os-init, 0 failed\n");
+}
+
+TEST(PlanView, IncompleteLine) {
+  PlanSummary summary;
+  summary.unreachable = 2;
+  summary.errors = 1;
+  EXPECT_EQ(plan_incomplete_line(summary), "gpuexpand: the plan is incomplete: 2 unreachable, 1 failed to plan\n");
+}
 
 TEST(StatusView, OverviewTablesAndFailures) {
   RunRecord run;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpuexpand/accept/check_result.hpp"
+#include "gpuexpand/util/result.hpp"
 
 namespace gpuexpand {
 
@@ -31,7 +32,19 @@ std::string acceptance_reservation(const std::string& node);
 // (node_variables()): which checks apply, what GPUs, interfaces, mounts,
 // exporters and scheduler registration to expect. Part of the plan, so
 // `apply plan.json` checks exactly what was reviewed.
-nlohmann::json acceptance_settings(const nlohmann::json& vars);
+//
+// `declared`: the checks the acceptance step of playbooks/70-acceptance.yaml
+// lists ([{name}, {name, command, timeout}]; null: every builtin check). A
+// builtin check runs only when declared there (and, when the spec has
+// validation.checks, listed there too); a declared check with a `command`
+// is the playbook's own and runs on the node after the builtin ones.
+nlohmann::json acceptance_settings(const nlohmann::json& vars, const nlohmann::json& declared = nullptr);
+
+// "scheduler", "gpu", "network", "storage", "monitoring", "multinode".
+const std::vector<std::string>& builtin_checks();
+// A `checks` list as the playbook may declare it: unique names, a builtin
+// name without a command, any other name with one.
+Result<void> check_declared_checks(const nlohmann::json& declared);
 
 // The content of kAcceptanceRecordPath after passing with `settings`.
 std::string acceptance_record(const nlohmann::json& settings);

@@ -77,6 +77,13 @@ std::string decision_facts_digest(const nlohmann::json& facts);
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const nlohmann::json* facts = nullptr);
 
+// The acceptance settings of `node` as its acceptance step renders them
+// (the playbook's declared checks, the spec's expectations): what `verify`
+// checks, the same as apply's acceptance phase. Without an acceptance step
+// in the playbooks, every builtin check. `facts`: for templates that read them.
+nlohmann::json node_acceptance_settings(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                        const nlohmann::json* facts = nullptr);
+
 // The versioned plan document (schemas/plan.schema.json).
 nlohmann::json plan_to_json(const Plan& plan);
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpuexpand/spec/json_schema.hpp"
@@ -47,6 +48,12 @@ struct PlaybookSet {
 
 // Which parameters each builtin type takes is its step kind's
 // (steps/step_kind.hpp); the loader enforces it.
+
+// Parameters that are shell script text, at any depth (`run`, `check`,
+// `rollback` of a command step; `command` of an acceptance check): their
+// template values are shell-quoted, and the shell tracker refuses a
+// placeholder where quoting cannot make it literal.
+bool is_shell_parameter(std::string_view key);
 
 // Loads and checks one playbook text (schema, parameters per type, unique
 // ids, `when` syntax, template syntax, references in restart_on/reboot_on).

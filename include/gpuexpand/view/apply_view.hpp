@@ -22,4 +22,10 @@ std::string apply_summary_line(const ExecutionReport& report, size_t nodes, doub
 // "NODE  pass|FAIL|skip  CHECK (1.5 s): DETAIL", one per check.
 std::string check_result_lines(const std::string& node, const std::vector<CheckResult>& results);
 
+// "node-03  UNREACHABLE: REASON\n"
+std::string unreachable_node_line(const std::string& node, const std::string& reason);
+
+// "4 nodes: 3 passed, 1 failed, 0 unreachable (3.3 s)\n"
+std::string verify_summary_line(size_t nodes, size_t passed, size_t failed, size_t unreachable, double seconds);
+
 }  // namespace gpuexpand

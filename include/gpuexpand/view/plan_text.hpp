@@ -20,4 +20,8 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options);
 // "128 nodes: 96 to change, 32 unchanged, 0 unreachable"
 std::string plan_summary_line(const Plan& plan);
 
+// For stderr when a node could not be planned (unreachable, or its plan
+// failed): "gpuexpand: the plan is incomplete: 1 unreachable, 0 failed to plan\n".
+std::string plan_incomplete_line(const PlanSummary& summary);
+
 }  // namespace gpuexpand

@@ -1,4 +1,4 @@
-#include "gpuexpand/plan/plan_text.hpp"
+#include "gpuexpand/view/plan_text.hpp"
 
 #include <map>
 
@@ -126,6 +126,11 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
   }
   out += "\n" + plan_summary_line(plan) + "\n";
   return out;
+}
+
+std::string plan_incomplete_line(const PlanSummary& summary) {
+  return "gpuexpand: the plan is incomplete: " + std::to_string(summary.unreachable) + " unreachable, " +
+         std::to_string(summary.errors) + " failed to plan\n";
 }
 
 }  // namespace gpuexpand

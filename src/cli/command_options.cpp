@@ -1,0 +1,23 @@
+// The options several commands share, declared once so their names, help
+// and checks cannot drift apart between commands.
+
+#include "commands.hpp"
+
+namespace gpuexpand::cli {
+
+void add_node_options(CLI::App& command, NodeCommandOptions& options, const NodeCommandHelp& help) {
+  command.add_option("SPEC", options.spec, help.spec)->required()->check(CLI::ExistingFile);
+  command.add_option(help.limit_names, options.limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
+  command.add_option("--state", options.state, help.state)->capture_default_str();
+  add_ssh_options(command, options.ssh);
+}
+
+void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices) {
+  std::string words;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    words += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
+  }
+  command.add_option("-o,--output", output, words)->check(CLI::IsMember(choices));
+}
+
+}  // namespace gpuexpand::cli
