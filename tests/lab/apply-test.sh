@@ -8,20 +8,13 @@
 # with a partly failed batch; driver change with reboot; rollback --to.
 #
 # Needs a running lab with at least 4 nodes (tests/lab/lab up --nodes 4).
-# GPUEXPAND_BIN: the gpuexpand binary (default: build/dev/src/gpuexpand).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
 # Last line: "N passed, M failed"; exit 0 only if nothing failed.
 set -uo pipefail
 
-here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-lab=$here/lab
-gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
-client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-state=$work/state.db
 # shellcheck source=tests/lab/test-lib.sh
-source "$here/test-lib.sh"
+source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
+state=$work/state.db
 
 [[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
 "$lab" status >/dev/null 2>&1 || { bad "lab is up (tests/lab/lab up --nodes 4)"; finish; }

@@ -10,15 +10,9 @@
 # Last line: "N passed, M failed".
 set -uo pipefail
 
-here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-lab=$here/lab
-gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
-client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
-work=$(mktemp -d)
-trap 'rm -rf "$work"; "$lab" start node-04 >/dev/null 2>&1' EXIT
 # shellcheck source=tests/lab/test-lib.sh
-source "$here/test-lib.sh"
+source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
+trap 'rm -rf "$work"; "$lab" start node-04 >/dev/null 2>&1' EXIT
 
 "$lab" status >/dev/null 2>&1 || { bad "lab is up"; finish; }
 "$lab" spec >"$work/lab.yaml"

@@ -4,7 +4,7 @@
 # Usage: lab-test.sh [--emulator-only]
 #   Needs a running lab (tests/lab/lab up) unless --emulator-only.
 #   GPUEXPAND_BIN: gpuexpand binary used to validate `lab spec`
-#   (default: build/src/gpuexpand of this checkout, skipped if absent).
+#   (default: build/test/src/gpuexpand, as scripts/test builds it; skipped if absent).
 #
 # Prints one line per check and, as its last line, "N passed, M failed".
 # Exit status: 0 only if nothing failed.
@@ -148,7 +148,7 @@ check "ctl: /srv/shared exported (exists)" sshn 198.18.0.10 'test -d /srv/shared
 
 spec=$(mktemp --suffix=.yaml)
 "$lab" spec >"$spec"
-bin=${GPUEXPAND_BIN:-$repo/build/src/gpuexpand}
+bin=${GPUEXPAND_BIN:-$repo/build/test/src/gpuexpand}
 if [[ -x $bin ]]; then
   check "lab spec passes gpuexpand validate" "$bin" validate "$spec"
 else

@@ -8,20 +8,13 @@
 # reaches the state store.
 #
 # Needs a running lab with at least 6 nodes (tests/lab/lab up --nodes 6).
-# GPUEXPAND_BIN: the gpuexpand binary (default: build/dev/src/gpuexpand).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
 # Last line: "N passed, M failed"; exit 0 only if nothing failed.
 set -uo pipefail
 
-here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-lab=$here/lab
-gx=${GPUEXPAND_BIN:-$repo/build/dev/src/gpuexpand}
-client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-state=$work/state.db
 # shellcheck source=tests/lab/test-lib.sh
-source "$here/test-lib.sh"
+source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
+state=$work/state.db
 
 ctl() { "$lab" ssh ctl -- "$1" </dev/null; } # ctl 'ONE COMMAND LINE' (ssh joins words: quote inside)
 node_field() { # NODE FIELD -> the field of `scontrol show node NODE -o`, as the controller sees it

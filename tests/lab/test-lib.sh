@@ -1,6 +1,18 @@
-# Shared by the lab tests (sourced): TAP-like checks against the lab's
-# nodes over plain ssh with the lab's key and strict host keys.
-# Expects: $lab (the lab script), $client (the lab's client material).
+# Shared by the lab tests (sourced): where things are, TAP-like checks
+# against the lab's nodes over plain ssh with the lab's key and strict host
+# keys.
+# Sets: $here (tests/lab), $repo, $lab (the lab script), $gx (the gpuexpand
+# binary: GPUEXPAND_BIN, else the one scripts/test builds), $client (the
+# lab's client material), $work (a temporary folder removed on exit; a test
+# that needs more at exit sets its own trap and removes $work there too).
+
+here=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+lab=$here/lab
+gx=${GPUEXPAND_BIN:-$repo/build/test/src/gpuexpand}
+client=${GXLAB_STATE:-/var/lib/gpuexpand-lab}/client
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 passed=0 failed=0
 
