@@ -99,6 +99,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (!begun) throw CommandFailed{kExitError, begun.error().message};
   if (begun->conflict) throw CommandFailed{kExitLocked, describe(*begun->conflict)};
   const int64_t run_id = begun->run_id;
+  RunGuard run(**store, run_id);
 
   const auto console = make_apply_console(std::cout);
   StoreJournal journal(**store, run_id, console.get(), &utc_now_rfc3339);
@@ -107,7 +108,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (saved_plan) {
     FactsByNode now = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
     if (const auto drifted = drifted_since_plan(nodes, now, scope.facts_digests); !drifted.empty()) {
-      (void)(*store)->finish_run(run_id, RunStatus::Failed, kExitError, utc_now_rfc3339());
+      (void)run.finish(RunStatus::Failed, kExitError);
       throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + fold_hostlist(drifted) +
                                           " changed since the plan was made (or cannot be reached); plan again"};
     }
@@ -140,7 +141,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
   const int exit_code = apply_exit_code(report, g_stop_requested.load(), multinode_ok);
   const RunStatus status = run_status_for(exit_code);
-  if (auto finished = (*store)->finish_run(run_id, status, exit_code, utc_now_rfc3339()); !finished) {
+  if (auto finished = run.finish(status, exit_code); !finished) {
     std::cerr << "gpuexpand: warning: " << finished.error().message << "\n";
   }
   return exit_code;

@@ -46,6 +46,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
   const int64_t run_id = begin_locked_run(**store, record);
+  RunGuard run(**store, run_id);
 
   const auto controllers = controller_endpoints(nodes);
   for (size_t i = 0; i < plan.size(); ++i) plan[i].controller = controllers[i];
@@ -67,7 +68,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   std::cout << report.summary;
   const size_t failed = report.failed;
   const int exit_code = failed ? kExitPartial : kExitOk;
-  (void)(*store)->finish_run(run_id, failed ? RunStatus::Failed : RunStatus::Succeeded, exit_code, utc_now_rfc3339());
+  (void)run.finish(failed ? RunStatus::Failed : RunStatus::Succeeded, exit_code);
   return exit_code;
 }
 

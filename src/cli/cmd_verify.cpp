@@ -39,6 +39,7 @@ struct VerifyOptions : NodeCommandOptions {
 
 int run_verify(Context& context, const VerifyOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
+  const PlaybookSet& playbooks = context.playbooks();  // invalid playbooks: refused before any lock is taken
   auto selected = select_nodes(spec, options.limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
@@ -62,13 +63,14 @@ int run_verify(Context& context, const VerifyOptions& options) {
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
   const int64_t run_id = begin_locked_run(**store, record);
+  RunGuard run(**store, run_id);
 
   StoreJournal journal(**store, run_id, nullptr, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
   std::cout << "run " << run_id << ": verifying " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes")
             << std::endl;
   const auto start = Clock::now();
-  FactsByNode facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
 
   // Every reachable node is a ping peer: verify changes nothing, so a
   // reachable node's network is as configured as it will be.
@@ -86,7 +88,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
     for (size_t j = 0; j < nodes.size(); ++j) {
       if (j != i && reachable[j]) peers.push_back(&facts.at(nodes[j]->name));
     }
-    acceptance[i] = prepare_node_acceptance(node_acceptance_settings(spec, node, context.playbooks(), &facts.at(node.name)), facts.at(node.name), peers,
+    acceptance[i] = prepare_node_acceptance(node_acceptance_settings(spec, node, playbooks, &facts.at(node.name)), facts.at(node.name), peers,
                                             AcceptanceMode::Verify);
     runner->submit(i, acceptance_request(acceptance[i]), [&, i](const CommandOutcome& ran) {
       outcomes[i] = acceptance_outcome(acceptance[i], ran);
@@ -149,8 +151,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
             << std::flush;
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
   const int exit_code = failed + unreachable == 0 && drill_ok ? kExitOk : kExitPartial;
-  (void)(*store)->finish_run(run_id, exit_code == kExitOk ? RunStatus::Succeeded : RunStatus::Failed, exit_code,
-                             utc_now_rfc3339());
+  (void)run.finish(exit_code == kExitOk ? RunStatus::Succeeded : RunStatus::Failed, exit_code);
   return exit_code;
 }
 

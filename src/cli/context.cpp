@@ -186,6 +186,14 @@ std::string utc_now_rfc3339() {
 
 namespace gpuexpand::cli {
 
+RunGuard::~RunGuard() { (void)finish(RunStatus::Failed, 1); }
+
+Result<void> RunGuard::finish(RunStatus status, int exit_code) {
+  if (finished_) return {};
+  finished_ = true;
+  return store_.finish_run(run_id_, status, exit_code, utc_now_rfc3339());
+}
+
 int64_t begin_locked_run(StateStore& store, const RunRecord& record) {
   auto begun = store.begin_run(record);
   if (!begun) throw CommandFailed{kExitError, begun.error().message};

@@ -72,6 +72,25 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
 // "~/x" -> "$HOME/x"
 std::string expand_home(const std::string& path);
 
+// A run begun in the state store (with its node locks) that ends even
+// when the command does not get to its own end (an exception, a setting
+// refused after the locks were taken): then the destructor finishes it as
+// failed, so no run stays `running` holding locks.
+class RunGuard {
+ public:
+  RunGuard(StateStore& store, int64_t run_id) : store_(store), run_id_(run_id) {}
+  RunGuard(const RunGuard&) = delete;
+  RunGuard& operator=(const RunGuard&) = delete;
+  ~RunGuard();
+  int64_t id() const { return run_id_; }
+  Result<void> finish(RunStatus status, int exit_code);  // the first call counts
+
+ private:
+  StateStore& store_;
+  int64_t run_id_;
+  bool finished_ = false;
+};
+
 void print_diagnostics(const std::vector<Diagnostic>& diagnostics, const std::string& source_text);
 
 // Writes text to a file atomically (temp file + rename): a saved plan or

@@ -6,6 +6,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
+#include "gpuexpand/playbook/variables.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
 
@@ -162,7 +163,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
     return result;
   }
   result.facts_sha256 = decision_facts_digest(*facts);
-  json vars = node_variables(spec, node);
+  json vars = playbook_variables(spec, node);
   vars["facts"] = *facts;  // conditions see the facts as gathered, not as predicted
   json predicted = *facts;
   for (const auto& phase : playbooks.phases) {
@@ -222,7 +223,7 @@ static bool reads_facts(const std::string& condition) {
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const json* facts) {
   std::vector<ResolvedStep> out;
-  json vars = node_variables(spec, node);
+  json vars = playbook_variables(spec, node);
   vars["facts"] = facts ? *facts : json::object();
   // A step whose parameters read facts not gathered yet is still probed
   // for what does render (a file's path, a package's name); the keys that
@@ -300,7 +301,7 @@ Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& node
 
 json node_acceptance_settings(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                               const json* facts) {
-  json vars = node_variables(spec, node);
+  json vars = playbook_variables(spec, node);
   if (facts) vars["facts"] = *facts;
   for (const auto& phase : playbooks.phases) {
     for (const auto& step : phase.steps) {

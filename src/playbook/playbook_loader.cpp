@@ -23,7 +23,7 @@ const std::set<std::string> kCommonKeys = {"id", "type", "description", "when", 
 // sections, the node itself, facts, and `item` inside for_each.
 const std::vector<std::string> kVariableRoots = {"node",       "cluster",    "os",        "gpu",
                                                  "network",    "storage",    "monitoring", "scheduler",
-                                                 "validation", "facts",      "item"};
+                                                 "validation", "facts",      "item",       "gpuexpand"};
 
 // Parameters run through a shell on the node; every other string
 // parameter is plain text (file contents, names, paths).
@@ -115,6 +115,32 @@ class PlaybookChecker {
     }
   }
 
+  // A script given as a list of pieces (shared ones by YAML alias) is one
+  // text, the pieces joined line by line: templates and the shell tracker
+  // see the whole script, and so does everything after the loader.
+  static nlohmann::json joined_scripts(const nlohmann::json& value, bool shell) {
+    if (shell && value.is_array()) {
+      std::string text;
+      for (const auto& piece : value) {
+        std::string line = piece.is_string() ? piece.get<std::string>() : piece.dump();
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        text += (text.empty() ? "" : "\n") + line;
+      }
+      return text + "\n";
+    }
+    if (value.is_object()) {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [k, v] : value.items()) out[k] = joined_scripts(v, is_shell_parameter(k));
+      return out;
+    }
+    if (value.is_array()) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& v : value) out.push_back(joined_scripts(v, false));
+      return out;
+    }
+    return value;
+  }
+
   void check_references(const std::vector<std::string>& names, const std::set<std::string>& earlier,
                         const std::string& pointer) {
     for (size_t j = 0; j < names.size(); ++j) {
@@ -163,8 +189,8 @@ class PlaybookChecker {
         continue;
       }
       if (key == "restart_on" || key == "reboot_on") continue;
-      step.params[key] = value;
-      check_templates_in(value, pointer + "/" + key,
+      step.params[key] = joined_scripts(value, is_shell_parameter(key));
+      check_templates_in(step.params[key], pointer + "/" + key,
                          is_shell_parameter(key) ? TemplateContext::Shell : TemplateContext::Text);
     }
     for (auto required : required_keys) {

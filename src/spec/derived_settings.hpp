@@ -1,10 +1,10 @@
 #pragma once
-// Values the spec gives once for many places, written out into a node's
-// merged settings where the playbooks read them (templates have no
-// conditionals): mount options as a list, interface MTUs from network.mtu,
-// slurmd's registration lines, the kubeadm join inputs, PFC/ECN maps, the
-// NCCL topology variable. Run by the spec loader after the merge, before
-// the semantic checks (which read some of them: slurm.mode, gres_conf).
+// Defaults the spec gives once for many places, written out into a node's
+// merged settings: mount options as a list, interface MTUs from network.mtu,
+// the directories to create inside mounts, the NCCL topology variable. Run
+// by the spec loader after the merge, before the semantic checks. Strings
+// only the playbooks need (slurmd's lines, kubeadm's inputs, PFC/ECN maps)
+// are derived in the playbooks' variables layer (playbook/variables.hpp).
 
 #include <nlohmann/json.hpp>
 

@@ -49,6 +49,40 @@ TEST(Cli, VerifyRefusesAFaultDrillOnAnUnselectedNode) {
   EXPECT_EQ(r.err, "gpuexpand: --fault-drill node-02: not one of the selected nodes\n");
 }
 
+// A command refused after it took its node locks still ends its run: no
+// run stays `running` holding the nodes (the next apply is not blocked).
+TEST(Cli, ARefusedApplyLeavesNoLockBehind) {
+  const std::string dir = make_temp_dir();
+  std::string spec = read_file(source_path("examples/lab-rack.yaml"));
+  const auto at = spec.find("\nssh:\n");
+  ASSERT_NE(at, std::string::npos);
+  spec.insert(at + 6, "  passphrase_env: GPUEXPAND_TEST_UNSET_PASSPHRASE\n");
+  write_file(dir + "/spec.yaml", spec);
+  auto refused = run_gpuexpand({"apply", dir + "/spec.yaml", "--limit", "node-01", "--state", dir + "/state.db"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("GPUEXPAND_TEST_UNSET_PASSPHRASE, which is not set"), std::string::npos) << refused.err;
+  auto unlocked = run_gpuexpand({"unlock", "--force", "--state", dir + "/state.db"});
+  EXPECT_EQ(unlocked.out, "No locks held\n") << unlocked.err;
+  auto json = run_gpuexpand({"status", "--state", dir + "/state.db", "-o", "json"});
+  const auto runs = nlohmann::json::parse(json.out)["runs"];
+  ASSERT_EQ(runs.size(), 1u) << json.out;
+  EXPECT_EQ(runs[0]["status"], "failed") << json.out;
+}
+
+// Invalid playbooks (--data-dir) are refused before verify takes a lock.
+TEST(Cli, VerifyWithInvalidPlaybooksTakesNoLock) {
+  const std::string dir = make_temp_dir();
+  ASSERT_EQ(std::system(("cp -r " + source_path("schemas") + " " + source_path("playbooks") + " " + dir).c_str()), 0);
+  write_file(dir + "/playbooks/70-acceptance.yaml",
+             "phase: acceptance\norder: 7\nsteps:\n  - {id: checks, type: acceptance, checks: [{name: x, command: "
+             "'echo {{ nodes.name }}'}]}\n");
+  auto r = run_gpuexpand({"--data-dir", dir, "verify", kLabSpec, "--limit", "node-01", "--state", dir + "/state.db"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown variable 'nodes.name' (did you mean 'node'?)"), std::string::npos) << r.err;
+  auto status = run_gpuexpand({"status", "--state", dir + "/state.db"});
+  EXPECT_EQ(status.out, "No runs recorded in " + dir + "/state.db\n") << status.err;
+}
+
 TEST(Cli, StatusAndUnlockOnAFreshStore) {
   const std::string state = make_temp_dir() + "/sub/state.db";
   auto status = run_gpuexpand({"status", "--state", state});

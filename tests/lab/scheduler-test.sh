@@ -218,4 +218,31 @@ check "  rollback --to monitoring: exit 0" test "$rc" -eq 0
 check "  the copies are gone from node-06" on node-06 gone "test -e /etc/slurm/slurm.conf && echo there || echo gone"
 check "  node-06 is gone from sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </dev/null | grep -qx node-06' _ "$lab"
 
+
+# ---------------------------------------------------------------- the playbook's own check
+# An operator's acceptance check, declared in 70-acceptance.yaml with a
+# command and no C++: here the only check, so it works on node-05 in any
+# state; verify runs it on the node and reports its exit and last line.
+mkdir -p "$work/data"
+cp -r "$repo/schemas" "$repo/playbooks" "$work/data/"
+cat >"$work/data/playbooks/70-acceptance.yaml" <<'EOF'
+phase: acceptance
+order: 7
+steps:
+  - id: checks
+    type: acceptance
+    checks:
+      - name: marker
+        command: test -e /run/gx-marker-{{ node.name }} && echo marker of {{ node.name }} present
+        timeout: 10
+EOF
+gxrun --data-dir "$work/data" verify "$work/lab.yaml" --limit node-05 --state "$work/own-check.db"
+check "own check without its marker: verify exit 3" test "$rc" -eq 3
+check "  the check failed with its exit status" grep -q "^node-05  FAIL  marker (.*): exit 1$" <<<"$out"
+"$lab" ssh node-05 -- touch /run/gx-marker-node-05 </dev/null
+gxrun --data-dir "$work/data" verify "$work/lab.yaml" --limit node-05 --state "$work/own-check.db"
+check "with the marker: verify exit 0" test "$rc" -eq 0
+check "  its last output line is the detail" grep -q "^node-05  pass  marker (.*): marker of node-05 present$" <<<"$out"
+"$lab" ssh node-05 -- rm -f /run/gx-marker-node-05 </dev/null
+
 finish

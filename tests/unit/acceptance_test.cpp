@@ -13,6 +13,7 @@
 #include "gpuexpand/accept/node_acceptance.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
+#include "gpuexpand/playbook/variables.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "test_support.hpp"
 
@@ -25,7 +26,7 @@ json lab_settings() {
   auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
   EXPECT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
   const auto& spec = *loaded.spec;
-  return acceptance_settings(node_variables(spec, spec.nodes[0]));
+  return acceptance_settings(playbook_variables(spec, spec.nodes[0]));
 }
 
 json h200_facts() {

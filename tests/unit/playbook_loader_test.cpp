@@ -77,6 +77,32 @@ TEST(PlaybookLoader, PlaceholderInsideShellQuotesIsRefused) {
   EXPECT_NE(errors.find("pb.yaml:4:33: "), std::string::npos) << errors;
 }
 
+// Shell shared between steps: pieces under `shell:` with YAML anchors, a
+// script as a list of pieces and its own lines, joined line by line into
+// one text before templates are checked (the shell tracker sees it whole).
+TEST(PlaybookLoader, ScriptsFromSharedPieces) {
+  const std::string yaml =
+      "phase: os-init\norder: 1\n"
+      "shell:\n  wait_up: &wait_up |\n    up() { sleep 1; }\n  lock: &lock flock 9\n"
+      "steps:\n"
+      "  - id: c\n    type: command\n    check: test -e /x\n"
+      "    run:\n      - N={{ node.name }}\n      - *wait_up\n      - *lock\n      - |\n        up && touch /x\n"
+      "    rollback: [*lock, rm -f /x]\n";
+  std::vector<Diagnostic> diagnostics;
+  auto phase = load_playbook_text(yaml, "pb.yaml", testing::schema("playbook"), diagnostics);
+  ASSERT_TRUE(phase) << (diagnostics.empty() ? "" : diagnostics.front().to_string());
+  EXPECT_EQ(phase->steps[0].params["run"], "N={{ node.name }}\nup() { sleep 1; }\nflock 9\nup && touch /x\n");
+  EXPECT_EQ(phase->steps[0].params["rollback"], "flock 9\nrm -f /x\n");
+
+  // A piece that opens a quote the next piece's placeholder sits in: refused, as in one text.
+  EXPECT_NE(load_errors("phase: os-init\norder: 1\nsteps:\n  - id: c\n    type: command\n    check: 'true'\n"
+                        "    run: ['echo \"x', '{{ node.name }}\"']\n    rollback: 'true'\n")
+                .find("inside double quotes"),
+            std::string::npos);
+  // Only scripts may be lists of pieces.
+  EXPECT_NE(load_errors(kHeader + "  - {id: h, type: hostname, name: [a, b]}\n"), "");
+}
+
 TEST(PlaybookLoader, DuplicateStepIds) {
   EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostname, name: x}\n  - {id: h, type: timezone, zone: UTC}\n"),
             "pb.yaml:5:10: step id 'h' is used twice in this phase\n");

@@ -29,7 +29,7 @@ inline constexpr const char* kAcceptanceRecordPath = "/var/lib/gpuexpand/accepte
 std::string acceptance_reservation(const std::string& node);
 
 // Everything acceptance needs from a node's template variables
-// (node_variables()): which checks apply, what GPUs, interfaces, mounts,
+// (playbook_variables()): which checks apply, what GPUs, interfaces, mounts,
 // exporters and scheduler registration to expect. Part of the plan, so
 // `apply plan.json` checks exactly what was reviewed.
 //
