@@ -14,6 +14,8 @@
 #include "gpuexpand/steps/params.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/accept/acceptance.hpp"
+#include "gpuexpand/playbook/variables.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand {
@@ -289,6 +291,24 @@ TEST(Planner, AcceptanceChecksThatCannotBeRun) {
   plan = plan_one(defaults, "  - {id: checks, type: acceptance, checks: [{name: gpu}, {name: gpu}]}\n",
                   base_facts());
   EXPECT_NE(plan.message.find("check 'gpu' is declared twice"), std::string::npos) << plan.message;
+}
+
+// The playbooks' variables: the strings only playbooks need are derived
+// per node here, not carried in the spec's settings; the names C++ owns
+// come from C++.
+TEST(Planner, PlaybookVariablesDeriveWhatOnlyPlaybooksNeed) {
+  auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const NodeSpec& node = loaded.spec->nodes[0];
+  const json vars = playbook_variables(*loaded.spec, node);
+  EXPECT_EQ(vars["gpuexpand"]["acceptance_reservation"], acceptance_reservation(node.name));
+  EXPECT_EQ(vars["gpuexpand"]["acceptance_record"], kAcceptanceRecordPath);
+  const json& slurm = vars["scheduler"]["slurm"];
+  EXPECT_EQ(slurm["conf_server_option"], "--conf-server 198.18.0.10 ");
+  EXPECT_EQ(slurm["node_conf"], "Gres=gpu:8 Feature=h200,lab State=DRAIN");
+  EXPECT_EQ(slurm["gpu_gres_conf"], "Name=gpu");
+  EXPECT_FALSE((*node.settings)["scheduler"]["slurm"].contains("conf_server_option"))
+      << "the spec's settings carry no playbook-only strings";
 }
 
 TEST(Planner, SysctlComparesFieldsNotWhitespace) {

@@ -138,7 +138,12 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
   EXPECT_EQ(request.controller_checks.size(), 1u);
   EXPECT_EQ(request.controller_checks.count("slurm-gres-line"), 1u);
   const std::string registration = step(steps, "slurm-registration").params["run"];
-  EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8; R=\"gpuexpand-accept-$N\"\n", 0), 0u) << registration;
+  // The reservation and the record as C++ names them (gpuexpand.* variables).
+  EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8\n"
+                               "R=gpuexpand-accept-node-01; REC=/var/lib/gpuexpand/accepted.json\n",
+                               0),
+            0u)
+      << registration;
   EXPECT_NE(registration.find("flags=maint,ignore_jobs"), std::string::npos);
   // Rollback: a node this step registered is removed from the controller;
   // one registered before gets its old features back and stays.
