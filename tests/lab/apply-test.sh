@@ -55,7 +55,8 @@ check "second apply exits 0" test "$rc" -eq 0
 check "second apply changes nothing" grep -q "3 nodes: 0 changed, 3 unchanged, 0 failed" <<<"$out"
 # (The controller answers the nodes' gres.conf checks: nodes that ask while
 # it answers others share its next script, so 1 to 3 scripts there.)
-commands_on() { sqlite3 "$state" "select count(*) from audit where run_id = 2 and node = '$1'"; }
+second_run=$(sed -n 's/^run \([0-9]*\): applying.*/\1/p' <<<"$out")
+commands_on() { sqlite3 "$state" "select count(*) from audit where run_id = ${second_run:-0} and node = '$1'"; }
 check "second apply: one round trip per node" \
   test "$(commands_on node-01) $(commands_on node-02) $(commands_on node-03)" = "1 1 1"
 check "  and at most one script per node on ctl" test "$(commands_on ctl)" -ge 1 -a "$(commands_on ctl)" -le 3
@@ -66,11 +67,11 @@ check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 # node-03 gets new NTP servers (chrony.conf is rewritten, chrony restarted)
 # and a package that does not exist: the base-packages step after the
 # config change fails, and the phase goes back to its checkpoint.
+converged "$work/lab.yaml" node-03
 before=$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")
-sed -e 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' \
-  -e 's/packages: \[chrony, rsync, jq, iputils-ping\]/packages: [chrony, rsync, jq, iputils-ping, no-such-package-gx]/' \
-  "$work/lab.yaml" >"$work/broken.yaml"
+spec_with "$work/broken.yaml" '.defaults.os.ntp_servers += ["198.18.0.9"] | .defaults.os.packages += ["no-such-package-gx"]'
 gxrun apply "$work/broken.yaml" --limit node-03 --state "$state"
+broken_run=$(sed -n 's/^run \([0-9]*\): applying.*/\1/p' <<<"$out")
 check "a failing step: apply exits 3" test "$rc" -eq 3
 check "the failure names node, phase and step" grep -q "node-03: phase os-init, step base-packages: " <<<"$out"
 check "the phase was rolled back" grep -q "rolled back" <<<"$out"
@@ -78,20 +79,22 @@ check "files byte for byte as before" test "$before" = "$(sshn node-03 "sha256su
 check "chrony running again after the restore" on node-03 active "systemctl is-active chrony"
 status=$("$gx" status --state "$state" 2>&1)
 check "status shows the rolled-back phase with its step" \
-  grep -q "node-03 os-init (run 3): step base-packages: " <<<"$status"
+  grep -q "node-03 os-init (run $broken_run): step base-packages: " <<<"$status"
 out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
 
 # ---------------------------------------------------------------- max-fail
 # One node at a time; the first fails (the bogus package): no further batch
 # starts (an all-failed batch stops the rollout, and says so).
+spec_with "$work/broken.yaml" '.defaults.os.packages += ["no-such-package-gx"]'
 gxrun apply "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state"
 check "--max-fail 1 with --batch 1: exit 3" test "$rc" -eq 3
 check "it says why it stopped" grep -q "stopping: every node of the last batch failed; no further batches are started" <<<"$out"
 check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2 not started" <<<"$out"
 
 # ---------------------------------------------------------------- apply plan.json
-sed 's/ntp_servers: \[198.18.0.1\]/ntp_servers: [198.18.0.1, 198.18.0.9]/' "$work/lab.yaml" >"$work/ntp2.yaml"
+converged "$work/lab.yaml" node-03
+spec_with "$work/ntp2.yaml" '.defaults.os.ntp_servers += ["198.18.0.9"]'
 "$gx" plan "$work/ntp2.yaml" --limit node-03 --out "$work/plan.json" >/dev/null 2>&1
 out=$("$gx" apply "$work/plan.json" --state "$state" 2>&1)
 rc=$?
@@ -120,10 +123,10 @@ rc=$?
 check "the first apply finished" test "$rc" -eq 0 || sed 's/^/    /' "$work/first.log"
 
 # ---------------------------------------------------------------- multinode_nodes
-# node-01..04 are converged: with validation.multinode_nodes 2, verify runs
+# node-01..04 converged: with validation.multinode_nodes 2, verify runs
 # two 2-node jobs side by side instead of one over all four.
-sed 's/^    checks: \[scheduler, gpu, network, storage, monitoring, multinode\]/&\n    multinode_nodes: 2/' \
-  "$work/lab.yaml" >"$work/pairs.yaml"
+converged "$work/lab.yaml" 'node-[01-04]'
+spec_with "$work/pairs.yaml" '.defaults.validation.multinode_nodes = 2'
 out=$("$gx" verify "$work/pairs.yaml" --limit 'node-[01-04]' --state "$state" 2>&1)
 rc=$?
 check "verify with multinode_nodes 2 over 4 nodes: exit 0" test "$rc" -eq 0 || sed 's/^/    /' <<<"$out"
@@ -133,9 +136,10 @@ check "  two different jobs" \
   test "$(grep -o 'one job ran on 2 nodes: .*' <<<"$out" | sort -u | wc -l)" -eq 2
 
 # ---------------------------------------------------------------- kill + resume
-# node-04 is converged now; give it a new MTU so os-init..rdma has work,
-# kill the controller mid-run, then apply again.
-sed 's/mtu: 9000/mtu: 8000/' "$work/lab.yaml" >"$work/mtu.yaml"
+# node-04 converged; give it a new MTU so os-init..rdma has work, kill the
+# controller mid-run, then apply again.
+converged "$work/lab.yaml" node-04
+spec_with "$work/mtu.yaml" '.defaults.network.mtu = 8000'
 sshn node-04 "rm -f /etc/chrony/chrony.conf"  # os-init work too
 "$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/killed.log" 2>&1 &
 victim=$!
@@ -166,6 +170,8 @@ cat >>"$work/playbooks/40-storage.yaml" <<'SLOW'
     rollback: "rm -f /var/lib/gpuexpand-test/slow-done /var/lib/gpuexpand-test/slow-started"
 SLOW
 slow_started() { sshn node-04 "test -e /var/lib/gpuexpand-test/slow-started"; }
+spec_with "$work/mtu.yaml" '.defaults.network.mtu = 8000'
+converged "$work/mtu.yaml" node-04
 sshn node-04 "rm -rf /var/lib/gpuexpand-test"
 "$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/int.log" 2>&1 &
 victim=$!
@@ -199,15 +205,10 @@ check "  store consistent" test "$(sqlite3 "$state" 'pragma integrity_check')" =
 # Batches of 2 over node-01..03, node-01 broken (a package that does not
 # exist), node-02 fine: the batch is not all-failed, but one failure
 # reaches --max-fail 1, so node-03 is not started.
-sed '/^nodes:/,$d' "$work/lab.yaml" >"$work/partial.yaml"
-cat >>"$work/partial.yaml" <<'NODES'
-nodes:
-  - name: node-01
-    address: 198.18.0.11
-    os: {packages: [chrony, rsync, jq, iputils-ping, no-such-package-gx]}
-  - {name: node-02, address: 198.18.0.12}
-  - {name: node-03, address: 198.18.0.13}
-NODES
+converged "$work/lab.yaml" node-02
+spec_with "$work/partial.yaml" 'del(.rollout) | .nodes = [
+  {name: "node-01", address: "198.18.0.11", os: {packages: [.defaults.os.packages[], "no-such-package-gx"]}},
+  {name: "node-02", address: "198.18.0.12"}, {name: "node-03", address: "198.18.0.13"}]'
 gxrun apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
 check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
 check "  it stops at --max-fail and says so" \
@@ -218,7 +219,8 @@ check "  node-03 was not started" grep -q "1 failed, 0 unreachable, 1 not starte
 # ---------------------------------------------------------------- driver change
 # 550 -> 535 on node-02: the package is downgraded, the node rebooted (the
 # stand-in driver reports a driver/library mismatch until then), verified.
-sed 's/driver_version: "550.90.07"/driver_version: "535.129.03"/' "$work/lab.yaml" >"$work/535.yaml"
+converged "$work/lab.yaml" node-02
+spec_with "$work/535.yaml" '.defaults.gpu.driver_version = "535.129.03"'
 gxrun apply "$work/535.yaml" --limit node-02 --state "$state"
 check "driver downgrade 550 -> 535 with a reboot: exit 0" test "$rc" -eq 0
 check "nvidia-smi reports 535.129.03 after the reboot" on node-02 535.129.03 \
@@ -228,7 +230,7 @@ check "after the reboot nothing is left to change" grep -q "0 changed, 1 unchang
 # Upgrade back to 550, with a failure injected in a later step of the same
 # phase (a fabric manager package the mirror does not have): the phase
 # rolls back, the node keeps 535 and its files.
-sed 's/^    persistence_mode: true/    persistence_mode: true\n    fabric_manager: true/' "$work/lab.yaml" >"$work/550fm.yaml"
+spec_with "$work/550fm.yaml" '.defaults.gpu.fabric_manager = true'
 before=$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")
 gxrun apply "$work/550fm.yaml" --limit node-02 --state "$state"
 check "upgrade with a failing later step: exit 3" test "$rc" -eq 3
@@ -239,7 +241,8 @@ check "nvidia-smi still reports 535.129.03" on node-02 535.129.03 \
 check "files intact after the rollback" test "$before" = "$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")"
 
 # ---------------------------------------------------------------- rollback --to
-# node-01 is converged; walk it back to the state right after os-init.
+# node-01 converged; walk it back to the state right after os-init.
+converged "$work/lab.yaml" node-01
 gxrun rollback "$work/lab.yaml" --node node-01 --to os-init --state "$state"
 check "rollback --to os-init exits 0" test "$rc" -eq 0
 for phase in acceptance scheduler monitoring storage rdma gpu-driver; do

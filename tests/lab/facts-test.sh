@@ -39,7 +39,7 @@ check "the other nodes answered" grep -q "$((nodes)) nodes: $((nodes - 1)) answe
 
 # Host keys: unknown is refused without --accept-new-host-keys; changed is
 # refused always, with both fingerprints.
-sed "s|known_hosts: .*|known_hosts: $work/empty_known_hosts|" "$work/lab.yaml" >"$work/unknown.yaml"
+spec_with "$work/unknown.yaml" --arg f "$work/empty_known_hosts" '.ssh.known_hosts = $f'
 out=$("$gx" facts "$work/unknown.yaml" --limit node-01 2>&1)
 check "unknown host key refused" grep -q "node-01 (198.18.0.11): host key ssh-ed25519 SHA256:.* is not in" <<<"$out"
 out=$("$gx" facts "$work/unknown.yaml" --limit node-01 --accept-new-host-keys 2>&1)
@@ -47,16 +47,16 @@ check "accepted with --accept-new-host-keys" grep -q "1 answered, 0 unreachable"
 ssh-keygen -q -N '' -t ed25519 -f "$work/other" >/dev/null
 awk -v k="$(cut -d' ' -f1,2 "$work/other.pub")" '$1 ~ /^198[.]18[.]0[.]11(,|$)/ {print $1, k; next} {print}' \
   "$client/known_hosts" >"$work/changed_known_hosts"
-sed "s|known_hosts: .*|known_hosts: $work/changed_known_hosts|" "$work/lab.yaml" >"$work/changed.yaml"
+spec_with "$work/changed.yaml" --arg f "$work/changed_known_hosts" '.ssh.known_hosts = $f'
 out=$("$gx" facts "$work/changed.yaml" --limit node-01 --accept-new-host-keys 2>&1)
 check "changed host key refused even with --accept-new-host-keys" grep -q "HOST KEY CHANGED" <<<"$out"
 check "both fingerprints are shown" test "$(grep -o 'SHA256:[A-Za-z0-9+/]*' <<<"$out" | sort -u | wc -l)" -eq 2
 
 # Bad key file, wrong user.
-sed "s|identity_file: .*|identity_file: $work/no-such-key|" "$work/lab.yaml" >"$work/badkey.yaml"
+spec_with "$work/badkey.yaml" --arg f "$work/no-such-key" '.ssh.identity_file = $f'
 out=$("$gx" facts "$work/badkey.yaml" --limit node-01 2>&1)
 check "a missing key file is named" grep -q "cannot use the key $work/no-such-key" <<<"$out"
-sed "s|user: root|user: nobody|" "$work/lab.yaml" >"$work/user.yaml"
+spec_with "$work/user.yaml" '.ssh.user = "nobody"'
 out=$("$gx" facts "$work/user.yaml" --limit node-01 2>&1)
 check "a wrong user fails authentication, named" grep -q "authentication as nobody failed" <<<"$out"
 
@@ -68,7 +68,7 @@ if "$lab" status 2>/dev/null | grep -q '^node-06 '; then
     (id ops >/dev/null 2>&1 || useradd -m -s /bin/bash ops) && echo ops:not-a-secret | chpasswd &&
     install -d -m 0700 -o ops -g ops /home/ops/.ssh && install -m 0600 -o ops -g ops /root/.ssh/authorized_keys /home/ops/.ssh/ &&
     echo 'ops ALL=(ALL) ALL' >/etc/sudoers.d/ops && chmod 0440 /etc/sudoers.d/ops" </dev/null
-  sed "s|^  user: root|  user: ops\n  become: sudo|" "$work/lab.yaml" >"$work/sudo.yaml"
+  spec_with "$work/sudo.yaml" '.ssh += {user: "ops", become: "sudo"}'
   out=$("$gx" facts "$work/sudo.yaml" --limit node-06 2>&1)
   rc=$?
   check "become: sudo with a password-asking sudo: exit 1" test "$rc" -eq 1
@@ -87,7 +87,7 @@ else
 fi
 
 # Hostile values: a mountpoint full of shell syntax is probed as one path.
-sed "s|mountpoint: /mnt/shared|mountpoint: \"/mnt/x'; touch /tmp/gx-pwned; echo '\"|" "$work/lab.yaml" >"$work/hostile.yaml"
+spec_with "$work/hostile.yaml" --arg m "/mnt/x'; touch /tmp/gx-pwned; echo '" '.defaults.storage[0].mountpoint = $m'
 out=$("$gx" facts "$work/hostile.yaml" --limit node-01 -o json 2>&1)
 check "hostile path probed literally" \
   test "$(jq -r --arg p "/mnt/x'; touch /tmp/gx-pwned; echo '" '.nodes["node-01"].files | has($p)' <<<"$out")" = true

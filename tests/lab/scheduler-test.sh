@@ -75,7 +75,7 @@ check "the munge key is nowhere in the state store" \
   bash -c '! sqlite3 "$1" .dump | grep -qiF -e "$2" -e "$3"' _ "$state" "$key_hex" "$key_b64"
 
 # ---------------------------------------------------------------- feature change
-sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/lab.yaml" >"$work/features.yaml"
+spec_with "$work/features.yaml" '.defaults.scheduler.slurm.features += ["ndr"]'
 gxrun apply "$work/features.yaml" --limit node-05 --state "$state"
 check "feature change: exit 0" test "$rc" -eq 0
 check "the controller has the new feature list" test "$(node_field node-05 AvailableFeatures)" = "h200,lab,ndr"
@@ -83,7 +83,7 @@ check "acceptance ran again for the new settings" grep -q "node-05  acceptance  
 check "node-05 back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* && $1 != *MAINT* ]]' _ "$(node_field node-05 State)"
 
 # ---------------------------------------------------------------- failed acceptance
-sed 's/min_throughput_mbps: 5$/min_throughput_mbps: 100000000/' "$work/lab.yaml" >"$work/slow.yaml"
+spec_with "$work/slow.yaml" '.defaults.storage[0].min_throughput_mbps = 100000000'
 gxrun apply "$work/slow.yaml" --limit node-06 --state "$state"
 check "acceptance failure: exit 3" test "$rc" -eq 3
 check "it names the failed check" grep -q "node-06: phase acceptance, step checks: acceptance failed: storage: /mnt/shared: " <<<"$out"
@@ -140,7 +140,8 @@ check "  node-06 not in sinfo" bash -c '! "$1" ssh ctl -- sinfo -N -h -o %N </de
 # controller's slurm.conf by a step delegated to the controller (over its
 # own SSH session), slurmctld restarted, the node held from the start.
 # A static line names the node's hardware (lab nodes: 2 CPUs, ~24 GB).
-sed 's/^      mode: dynamic$/      mode: static\n      cpus: 2\n      real_memory_mb: 1024/' "$work/lab.yaml" >"$work/static.yaml"
+static='.defaults.scheduler.slurm += {mode: "static", cpus: 2, real_memory_mb: 1024}'
+spec_with "$work/static.yaml" "$static"
 line='NodeName=node-06 NodeAddr=198.18.0.16 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab'
 conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf")
 gxrun apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state"
@@ -172,7 +173,7 @@ cat >>"$work/playbooks/60-scheduler.yaml" <<'FAIL'
     run: echo "failing on purpose" >&2; exit 1
     rollback: "true"
 FAIL
-sed 's/features: \[h200, lab\]/features: [h200, lab, ndr]/' "$work/static.yaml" >"$work/static-ndr.yaml"
+spec_with "$work/static-ndr.yaml" "$static"' | .defaults.scheduler.slurm.features += ["ndr"]'
 gxrun --data-dir "$work" apply "$work/static-ndr.yaml" --limit node-06 --state "$state"
 check "static: a failing step after the controller's change: exit 3" test "$rc" -eq 3
 check "  the phase was rolled back" grep -q "node-06  scheduler  FAILED, rolled back .*failing-step-for-tests" <<<"$out"
@@ -191,7 +192,7 @@ check "static: the controller's slurm.conf and gres.conf are as before, byte for
 # node-06 as a dynamic node that keeps a copy of the controller's slurm.conf
 # (read there when it differs), has its own gres.conf from its device
 # files, and runs slurmd without --conf-server.
-sed 's/^      mode: dynamic$/&\n      configless: false/' "$work/lab.yaml" >"$work/local-conf.yaml"
+spec_with "$work/local-conf.yaml" '.defaults.scheduler.slurm.configless = false'
 sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf" | cut -d' ' -f1); }
 on_node06() { "$lab" ssh node-06 -- "$1" </dev/null; }
 gxrun apply "$work/local-conf.yaml" --limit node-06 --state "$state"

@@ -16,6 +16,30 @@ trap 'rm -rf "$work"' EXIT
 
 passed=0 failed=0
 
+# converged SPEC NODES — the precondition of a test section: NODES (a
+# --limit) applied with SPEC, so the section does not depend on what the
+# sections before it left (a node already there costs one round trip).
+# Uses $state when the test set it.
+converged() {
+  local spec=$1 nodes=$2 log
+  if ! log=$("$gx" apply "$spec" --limit "$nodes" --state "${state:-$work/state.db}" 2>&1); then
+    bad "precondition: $nodes converged with $(basename "$spec")"
+    sed 's/^/    /' <<<"$log"
+    return 1
+  fi
+}
+
+# spec_with OUT JQ_ARGS… — the lab's spec ($work/lab.yaml, written by the
+# test) with a structured change, written as JSON (every JSON document is
+# YAML, so it is a spec): variants are edits of the document, never text
+# edits over YAML. E.g. spec_with "$work/mtu.yaml" '.defaults.network.mtu = 8000'
+spec_with() {
+  local out=$1
+  shift
+  python3 -c 'import json, sys, yaml; json.dump(yaml.safe_load(sys.stdin), sys.stdout, indent=1)' <"$work/lab.yaml" |
+    jq "$@" >"$out"
+}
+
 ok() { passed=$((passed + 1)); echo "ok   - $*"; }
 bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
 check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
