@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -154,6 +155,31 @@ bool is_builtin_check(const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The thresholds a builtin check's entry in the playbook may give: its
+// defaults, which the spec's validation section overrides per node.
+const std::map<std::string, std::vector<std::string>>& check_thresholds() {
+  static const std::map<std::string, std::vector<std::string>> keys = {
+      {"scheduler", {"job_timeout"}},
+      {"gpu", {"max_ecc_errors"}},
+      {"network", {"min_rdma_gbps", "min_nccl_busbw"}},
+      {"storage", {}},
+      {"monitoring", {}},
+      {"multinode", {}}};
+  return keys;
+}
+
+// validation.KEY when the spec sets it, else the playbook's entry for
+// `check`, else null.
+json threshold(const json& validation, const json& declared, const char* check, const char* key) {
+  if (const json& v = member(validation, key); v.is_number()) return v;
+  if (declared.is_array()) {
+    for (const auto& c : declared) {
+      if (text(c, "name") == check && member(c, key).is_number()) return c[key];
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 Result<void> check_declared_checks(const json& declared) {
@@ -173,6 +199,17 @@ Result<void> check_declared_checks(const json& declared) {
                         "multinode) and has no 'command'");
     }
     if (name == "acceptance" || name == "fault-drill") return make_error("'" + name + "' is a reserved check name");
+    if (custom) continue;
+    const auto& allowed = check_thresholds().at(name);
+    for (const auto& [key, value] : c.items()) {
+      if (key == "name" || key == "description") continue;
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        return make_error("check '" + name + "' takes no '" + key + "'" +
+                          (list.empty() ? std::string(" (it has no thresholds)") : " (its thresholds: " + list + ")"));
+      }
+    }
   }
   return {};
 }
@@ -181,13 +218,14 @@ json acceptance_settings(const json& vars, const json& declared) {
   const std::string node = text(member(vars, "node"), "name");
   json settings = {{"node", node}};
   const json& validation = member(vars, "validation");
-  settings["job_timeout"] = number(validation, "job_timeout", 120);
+  const json timeout = threshold(validation, declared, "scheduler", "job_timeout");
+  settings["job_timeout"] = timeout.is_number_integer() ? timeout.get<long>() : 120;
   // Only when set: a record made without them stays valid.
   if (validation.is_object() && validation.contains("multinode_nodes")) {
     settings["multinode_nodes"] = number(validation, "multinode_nodes", 0);
   }
   for (const char* key : {"min_rdma_gbps", "min_nccl_busbw"}) {
-    if (validation.is_object() && validation.contains(key) && validation[key].is_number()) settings[key] = validation[key];
+    if (json min = threshold(validation, declared, "network", key); min.is_number()) settings[key] = min;
   }
 
   const json& gpu = member(vars, "gpu");
@@ -196,7 +234,8 @@ json acceptance_settings(const json& vars, const json& declared) {
     for (const char* key : {"expected_count", "expected_model", "driver_version", "persistence_mode"}) {
       if (gpu.contains(key)) expected[key] = gpu[key];
     }
-    expected["max_ecc_errors"] = number(validation, "max_ecc_errors", 0);
+    const json max_ecc = threshold(validation, declared, "gpu", "max_ecc_errors");
+    expected["max_ecc_errors"] = max_ecc.is_number_integer() ? max_ecc.get<long>() : 0;
     settings["gpu"] = expected;
   } else {
     settings["gpu"] = nullptr;

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
 #include <regex>
 
 #include "gpuexpand/exec/acceptance_run.hpp"
 #include "gpuexpand/exec/apply_policy.hpp"
 #include "gpuexpand/exec/multinode.hpp"
+#include "scripted_runner.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -18,38 +18,22 @@ namespace {
 using nlohmann::json;
 
 // `srun … -w a,b … hostname` prints each node's name, as Slurm would;
-// the job lists which endpoint each command went to.
-class SrunRunner final : public CommandRunner {
- public:
-  void submit(size_t node, CommandRequest request, Callback done) override {
-    queue_.push_back({node, std::move(request), std::move(done)});
-  }
-  void run() override {
-    while (!queue_.empty()) {
-      auto job = std::move(queue_.front());
-      queue_.pop_front();
-      sent.push_back({job.node, job.request.command});
-      CommandOutcome o;
-      std::smatch list;
-      if (std::regex_search(job.request.command, list, std::regex("-w '?([^' ]+)"))) {
-        std::string names = list[1];
-        for (char& c : names) {
-          if (c == ',') c = '\n';
-        }
-        o.out = names + "\n";
-      }
-      job.done(o);
-    }
-  }
+// `sent` lists which endpoint each command went to.
+struct SrunRunner {
   std::vector<std::pair<size_t, std::string>> sent;
-
- private:
-  struct Job {
-    size_t node;
-    CommandRequest request;
-    Callback done;
-  };
-  std::deque<Job> queue_;
+  testing::ScriptedRunner runner{[this](size_t node, const CommandRequest& request) {
+    sent.push_back({node, request.command});
+    CommandOutcome o;
+    std::smatch list;
+    if (std::regex_search(request.command, list, std::regex("-w '?([^' ]+)"))) {
+      std::string names = list[1];
+      for (char& c : names) {
+        if (c == ',') c = '\n';
+      }
+      o.out = names + "\n";
+    }
+    return o;
+  }};
 };
 
 json slurm_settings(const std::string& node, long per_job = 0) {
@@ -101,7 +85,8 @@ TEST(AcceptanceRun, PreparedOnceForBothCommands) {
 }
 
 TEST(MultinodePolicy, PassedUnheldSlurmNodesJoinOneJob) {
-  SrunRunner runner;
+  SrunRunner srun;
+  auto& runner = srun.runner;
   std::vector<MultinodeCandidate> candidates = {
       {0, "n1", slurm_settings("n1"), true, false},
       {1, "n2", slurm_settings("n2"), false, false},  // failed its own checks
@@ -115,12 +100,13 @@ TEST(MultinodePolicy, PassedUnheldSlurmNodesJoinOneJob) {
   EXPECT_EQ(results[1].node, "n5");
   EXPECT_EQ(results[0].result.status, CheckStatus::Pass) << results[0].result.detail;
   EXPECT_EQ(results[0].result.detail, "one job ran on 2 nodes: n1, n5");
-  ASSERT_EQ(runner.sent.size(), 1u);
-  EXPECT_EQ(runner.sent[0].first, 0u) << "submitted from the job's first node";
+  ASSERT_EQ(srun.sent.size(), 1u);
+  EXPECT_EQ(srun.sent[0].first, 0u) << "submitted from the job's first node";
 }
 
 TEST(MultinodePolicy, ALoneNodeRecordsASkipAndNoneRunsNothing) {
-  SrunRunner runner;
+  SrunRunner srun;
+  auto& runner = srun.runner;
   auto alone = run_multinode_check(runner, {{0, "n1", slurm_settings("n1"), true, false},
                                             {1, "n2", slurm_settings("n2"), true, true}});
   ASSERT_EQ(alone.size(), 1u);
@@ -128,11 +114,12 @@ TEST(MultinodePolicy, ALoneNodeRecordsASkipAndNoneRunsNothing) {
   EXPECT_EQ(alone[0].result.status, CheckStatus::Skip);
   EXPECT_EQ(alone[0].result.detail, "no other node of this run passed to share a job with");
   EXPECT_TRUE(run_multinode_check(runner, {{0, "n1", slurm_settings("n1"), false, false}}).empty());
-  EXPECT_TRUE(runner.sent.empty());
+  EXPECT_TRUE(srun.sent.empty());
 }
 
 TEST(MultinodePolicy, JobsOfMultinodeNodesEach) {
-  SrunRunner runner;
+  SrunRunner srun;
+  auto& runner = srun.runner;
   std::vector<MultinodeCandidate> candidates;
   for (size_t i = 0; i < 5; ++i) {
     const std::string name = "n" + std::to_string(i + 1);
@@ -140,7 +127,7 @@ TEST(MultinodePolicy, JobsOfMultinodeNodesEach) {
   }
   const auto results = run_multinode_check(runner, candidates);
   ASSERT_EQ(results.size(), 5u);
-  ASSERT_EQ(runner.sent.size(), 2u) << "2 + 3: no job on a single node";
+  ASSERT_EQ(srun.sent.size(), 2u) << "2 + 3: no job on a single node";
   EXPECT_EQ(results[4].result.detail, "one job ran on 3 nodes: n3, n4, n5");
 }
 
@@ -167,7 +154,8 @@ TEST(MultinodePolicy, ApplyUsesTheSamePolicyAsVerify) {
   ExecutionReport report;
   report.nodes = {{"n1", NodeResult::Changed, 3, ""}, {"n2", NodeResult::Failed, 0, "x"}};
   report.accepted = {{"n1", slurm_settings("n1")}};
-  SrunRunner runner;
+  SrunRunner srun;
+  auto& runner = srun.runner;
   Recorded journal;
   EXPECT_TRUE(apply_multinode_check(report, runner, {&n1, &n2}, journal));
   EXPECT_EQ(journal.lines, (std::vector<std::string>{"n1 multinode skip"}));

@@ -80,6 +80,34 @@ TEST(Acceptance, DeclaredChecksChooseAndAdd) {
   EXPECT_FALSE(acceptance_settings(vars, all).contains("custom"));
 }
 
+TEST(Acceptance, ThresholdsFromThePlaybookTheSpecOverrides) {
+  const json declared = json::parse(R"([{"name": "scheduler", "job_timeout": 300}, {"name": "gpu", "max_ecc_errors": 2},
+                                        {"name": "network", "min_rdma_gbps": 350}])");
+  json vars = {{"node", {{"name", "n1"}}}, {"gpu", {{"expected_count", 8}}}};
+  json s = acceptance_settings(vars, declared);
+  EXPECT_EQ(s["job_timeout"], 300);
+  EXPECT_EQ(s["gpu"]["max_ecc_errors"], 2);
+  EXPECT_EQ(s["min_rdma_gbps"], 350);
+  EXPECT_FALSE(s.contains("min_nccl_busbw")) << "no minimum unless one is set";
+  vars["validation"] = {{"job_timeout", 60}, {"max_ecc_errors", 0}, {"min_rdma_gbps", 100}};
+  s = acceptance_settings(vars, declared);
+  EXPECT_EQ(s["job_timeout"], 60);
+  EXPECT_EQ(s["gpu"]["max_ecc_errors"], 0);
+  EXPECT_EQ(s["min_rdma_gbps"], 100);
+  // Neither: the defaults of old.
+  s = acceptance_settings({{"node", {{"name", "n1"}}}, {"gpu", {{"expected_count", 8}}}}, json::array({{{"name", "gpu"}}}));
+  EXPECT_EQ(s["job_timeout"], 120);
+  EXPECT_EQ(s["gpu"]["max_ecc_errors"], 0);
+
+  const auto wrong = check_declared_checks(json::parse(R"([{"name": "gpu", "job_timeout": 30}])"));
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().message, "check 'gpu' takes no 'job_timeout' (its thresholds: max_ecc_errors)");
+  const auto none = check_declared_checks(json::parse(R"([{"name": "storage", "min_rdma_gbps": 1}])"));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().message, "check 'storage' takes no 'min_rdma_gbps' (it has no thresholds)");
+  EXPECT_TRUE(check_declared_checks(json::parse(R"([{"name": "x", "command": "true", "timeout": 5}])")));
+}
+
 TEST(Acceptance, GpuCheckOnRecordedFacts) {
   json settings = {{"checks", {"gpu"}},
                    {"gpu",
