@@ -2,8 +2,8 @@
 
 #include "commands.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
-#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/view/inventory_view.hpp"
 
 namespace gpuexpand::cli {
 namespace {
@@ -15,12 +15,6 @@ struct InventoryOptions {
   bool hostlist = false;
 };
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
-  return out;
-}
-
 int run_inventory(Context& context, const InventoryOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
   auto selected = select_nodes(spec, options.limits);
@@ -28,33 +22,12 @@ int run_inventory(Context& context, const InventoryOptions& options) {
   const auto& nodes = selected.value();
 
   if (options.hostlist) {
-    std::vector<std::string> names;
-    names.reserve(nodes.size());
-    for (const auto* n : nodes) names.push_back(n->name);
-    std::cout << fold_hostlist(names) << "\n";
-    return kExitOk;
+    std::cout << inventory_hostlist(nodes);
+  } else if (options.output == "json") {
+    std::cout << inventory_json(spec.cluster_name, nodes).dump(2) << "\n";
+  } else {
+    std::cout << inventory_table(nodes);
   }
-  if (options.output == "json") {
-    nlohmann::json out = {{"cluster", spec.cluster_name}, {"count", nodes.size()}, {"nodes", nlohmann::json::array()}};
-    for (const auto* n : nodes) {
-      out["nodes"].push_back({{"name", n->name}, {"address", n->address}, {"rack", n->rack}, {"groups", n->groups}});
-    }
-    std::cout << out.dump(2) << "\n";
-    return kExitOk;
-  }
-  size_t name_width = 4, address_width = 7, rack_width = 4;
-  for (const auto* n : nodes) {
-    name_width = std::max(name_width, n->name.size());
-    address_width = std::max(address_width, n->address.size());
-    rack_width = std::max(rack_width, n->rack.size());
-  }
-  auto pad = [](const std::string& s, size_t w) { return s + std::string(w - s.size() + 2, ' '); };
-  std::cout << pad("NAME", name_width) << pad("ADDRESS", address_width) << pad("RACK", rack_width) << "GROUPS\n";
-  for (const auto* n : nodes) {
-    std::cout << pad(n->name, name_width) << pad(n->address, address_width) << pad(n->rack.empty() ? "-" : n->rack, rack_width)
-              << (n->groups.empty() ? "-" : join(n->groups)) << "\n";
-  }
-  std::cout << nodes.size() << (nodes.size() == 1 ? " node\n" : " nodes\n");
   return kExitOk;
 }
 

@@ -83,10 +83,7 @@ int run_unlock(Context&, const UnlockOptions& options) {
   }
   auto store = open_store(options.state);
   const auto released = checked(store->force_unlock(options.nodes, lock_holder_identity(), utc_now_rfc3339()));
-  if (released.empty()) {
-    std::cout << "No locks held" << (options.nodes.empty() ? "" : " on those nodes") << "\n";
-  }
-  for (const auto& conflict : released) std::cout << "released: " << describe(conflict) << "\n";
+  std::cout << unlock_text(released, !options.nodes.empty());
   return kExitOk;
 }
 

@@ -1,9 +1,9 @@
 #include <iostream>
-#include <map>
 
 #include "commands.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/spec/spec_loader.hpp"
+#include "gpuexpand/view/inventory_view.hpp"
 
 namespace gpuexpand::cli {
 namespace {
@@ -13,35 +13,18 @@ struct ValidateOptions {
   std::string output = "text";
 };
 
-std::string describe(const ClusterSpec& spec) {
-  std::map<std::string, size_t> racks;
-  for (const auto& node : spec.nodes) {
-    if (!node.rack.empty()) ++racks[node.rack];
-  }
-  std::string text = std::to_string(spec.nodes.size()) + (spec.nodes.size() == 1 ? " node" : " nodes");
-  if (!racks.empty()) text += " in " + std::to_string(racks.size()) + (racks.size() == 1 ? " rack" : " racks");
-  return text;
-}
-
 int run_validate(Context& context, const ValidateOptions& options) {
   int exit_code = kExitOk;
   nlohmann::json report = nlohmann::json::array();
   for (const auto& path : options.specs) {
     SpecLoadResult result = load_spec_file(path, context.schema("cluster"));
     if (options.output == "json") {
-      nlohmann::json entry = {{"file", path}, {"valid", result.spec.has_value()}, {"errors", nlohmann::json::array()}};
-      for (const auto& d : result.diagnostics) {
-        entry["errors"].push_back({{"file", d.where.file}, {"line", d.where.line}, {"column", d.where.column},
-                                   {"message", d.message}});
-      }
-      if (result.spec) entry["nodes"] = result.spec->nodes.size();
-      report.push_back(std::move(entry));
+      report.push_back(validate_json_entry(path, result));
     } else if (result.spec) {
-      std::cout << path << ": valid (" << describe(*result.spec) << ")\n";
+      std::cout << valid_spec_line(path, *result.spec);
     } else {
       print_diagnostics(result.diagnostics, result.source_text);
-      const size_t n = result.diagnostics.size();
-      std::cerr << path << ": " << n << (n == 1 ? " error" : " errors") << "\n";
+      std::cerr << spec_errors_line(path, result.diagnostics.size());
     }
     if (!result.spec) exit_code = kExitError;
   }

@@ -132,4 +132,11 @@ std::string status_overview_text(const std::vector<RunRecord>& runs, const std::
   return out.str();
 }
 
+std::string unlock_text(const std::vector<LockConflict>& released, bool only_some_nodes) {
+  if (released.empty()) return std::string("No locks held") + (only_some_nodes ? " on those nodes" : "") + "\n";
+  std::string out;
+  for (const auto& conflict : released) out += "released: " + describe(conflict) + "\n";
+  return out;
+}
+
 }  // namespace gpuexpand

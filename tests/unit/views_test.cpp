@@ -8,6 +8,7 @@
 
 #include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/view/facts_view.hpp"
+#include "gpuexpand/view/inventory_view.hpp"
 #include "gpuexpand/view/plan_text.hpp"
 #include "gpuexpand/view/rollback_view.hpp"
 
@@ -126,6 +127,37 @@ TEST(RollbackView, LinesAndReport) {
   EXPECT_EQ(report.failures, "gpuexpand: node-05: restore of rdma exited 1\n");
   EXPECT_EQ(report.summary, "\n2 nodes rolled back to rdma, 1 failed\n");
   EXPECT_EQ(rollback_report({{"n1", {}, ""}}, "os-init").summary, "\n1 node rolled back to os-init, 0 failed\n");
+}
+
+TEST(InventoryView, TableHostlistJson) {
+  NodeSpec a, b;
+  a.name = "gpu-node-001";
+  a.address = "10.0.0.1";
+  a.rack = "r01";
+  a.groups = {"h200", "ib"};
+  b.name = "gpu-node-002";
+  b.address = "10.0.0.2";
+  EXPECT_EQ(inventory_table({&a, &b}),
+            "NAME          ADDRESS   RACK  GROUPS\n"
+            "gpu-node-001  10.0.0.1  r01   h200,ib\n"
+            "gpu-node-002  10.0.0.2  -     -\n"
+            "2 nodes\n");
+  EXPECT_EQ(inventory_hostlist({&a, &b}), "gpu-node-[001-002]\n");
+  EXPECT_EQ(inventory_json("c", {&b}).dump(),
+            R"({"cluster":"c","count":1,"nodes":[{"address":"10.0.0.2","groups":[],"name":"gpu-node-002","rack":""}]})");
+  EXPECT_EQ(spec_errors_line("s.yaml", 1), "s.yaml: 1 error\n");
+  EXPECT_EQ(spec_errors_line("s.yaml", 3), "s.yaml: 3 errors\n");
+}
+
+TEST(StatusView, UnlockText) {
+  EXPECT_EQ(unlock_text({}, false), "No locks held\n");
+  EXPECT_EQ(unlock_text({}, true), "No locks held on those nodes\n");
+  LockConflict lock;
+  lock.nodes = {"n1"};
+  lock.run_id = 7;
+  lock.holder = "ops@host pid 42";
+  lock.since = "2026-12-01T00:00:00Z";
+  EXPECT_EQ(unlock_text({lock}, false), "released: " + describe(lock) + "\n");
 }
 
 TEST(PlanView, IncompleteLine) {

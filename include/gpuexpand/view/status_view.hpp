@@ -21,4 +21,7 @@ std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& phase
 std::string status_overview_text(const std::vector<RunRecord>& runs, const std::vector<PhaseResult>& latest,
                                  const std::vector<CheckResult>& latest_checks);
 
+// `unlock --force`: "released: …" per lock, or "No locks held[ on those nodes]".
+std::string unlock_text(const std::vector<LockConflict>& released, bool only_some_nodes);
+
 }  // namespace gpuexpand
