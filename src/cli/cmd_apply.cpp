@@ -80,6 +80,11 @@ int run_apply(Context& context, const ApplyOptions& options) {
   auto selected = select_nodes(spec, limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
+  // Every option is checked before the run is recorded: a refused command
+  // leaves no run, no lock, no row.
+  ExecutorOptions exec;
+  exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
+  exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
 
   // The run and the node locks, in one transaction. A holder that died
   // (SIGKILL, power loss) on this host is taken over: that is the resume.
@@ -114,10 +119,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
     }
   }
 
-  ExecutorOptions exec;
   exec.run_id = run_id;
-  exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
-  exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
   exec.stop_requested = &g_stop_requested;
   exec.collected_at = utc_now_rfc3339();
   exec.until_phase = options.until;

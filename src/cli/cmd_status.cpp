@@ -26,8 +26,10 @@ struct UnlockOptions {
   std::vector<std::string> nodes;
 };
 
+// status and unlock only look at (or release) what a run left: a store
+// that is not there is a wrong path, not an empty history.
 std::unique_ptr<StateStore> open_store(const std::string& path) {
-  auto store = StateStore::open(path);
+  auto store = StateStore::open_existing(path);
   if (!store) throw CommandFailed{kExitError, store.error().message};
   return std::move(store.value());
 }

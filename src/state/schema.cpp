@@ -205,6 +205,15 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const std::string& path) {
   return std::unique_ptr<StateStore>(new StateStore(db.release(), path, kSchemaVersion));
 }
 
+Result<std::unique_ptr<StateStore>> StateStore::open_existing(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return make_error("no state store at " + path + " (nothing has run with --state " + path +
+                      " here; check the path)");
+  }
+  return open(path);
+}
+
 StateStore::~StateStore() { sqlite3_close_v2(db_); }
 
 Error StateStore::error(const std::string& doing, const Error& cause) const { return prefixed(path_, doing, cause); }

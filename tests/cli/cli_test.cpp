@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_support.hpp"
@@ -79,24 +81,53 @@ TEST(Cli, VerifyWithInvalidPlaybooksTakesNoLock) {
   auto r = run_gpuexpand({"--data-dir", dir, "verify", kLabSpec, "--limit", "node-01", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("unknown variable 'nodes.name' (did you mean 'node'?)"), std::string::npos) << r.err;
-  auto status = run_gpuexpand({"status", "--state", dir + "/state.db"});
-  EXPECT_EQ(status.out, "No runs recorded in " + dir + "/state.db\n") << status.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "refused before the store is even opened: no run";
 }
 
-TEST(Cli, StatusAndUnlockOnAFreshStore) {
-  const std::string state = make_temp_dir() + "/sub/state.db";
+// status and unlock only look at a store: a path with none is refused,
+// named, and nothing is created there (a typo must not start a history).
+TEST(Cli, StatusAndUnlockRefuseAStoreThatIsNotThere) {
+  const std::string dir = make_temp_dir();
+  const std::string state = dir + "/sub/state.db";
+  const std::string refusal = "gpuexpand: no state store at " + state + " (nothing has run with --state " + state +
+                              " here; check the path)\n";
   auto status = run_gpuexpand({"status", "--state", state});
-  EXPECT_EQ(status.exit_code, 0) << status.err;
-  EXPECT_EQ(status.out, "No runs recorded in " + state + "\n");
+  EXPECT_EQ(status.exit_code, 1);
+  EXPECT_EQ(status.err, refusal);
   auto refused = run_gpuexpand({"unlock", "--state", state});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_EQ(refused.err, "gpuexpand: unlock needs --force: releasing a lock another apply still uses lets two runs "
                          "change the same nodes\n");
+  auto forced = run_gpuexpand({"unlock", "--force", "--state", state});
+  EXPECT_EQ(forced.exit_code, 1);
+  EXPECT_EQ(forced.err, refusal);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/sub")) << "no folder made for a store that is not there";
+}
+
+TEST(Cli, StatusAndUnlockOnAFreshStore) {
+  const std::string state = make_temp_dir() + "/state.db";
+  ASSERT_TRUE(StateStore::open(state));  // as the first apply leaves it before its run
+  auto status = run_gpuexpand({"status", "--state", state});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_EQ(status.out, "No runs recorded in " + state + "\n");
   auto unlocked = run_gpuexpand({"unlock", "--force", "--state", state});
   EXPECT_EQ(unlocked.exit_code, 0) << unlocked.err;
   EXPECT_EQ(unlocked.out, "No locks held\n");
   auto json = run_gpuexpand({"status", "--state", state, "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(json.out), nlohmann::json::parse(R"({"runs": [], "latest": []})"));
+}
+
+// Options apply refuses are refused before the run is recorded: no run,
+// no lock, no store row (the store is not even created).
+TEST(Cli, ApplyRefusesBadRolloutOptionsBeforeRecordingARun) {
+  for (const auto& [flag, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--batch", "150%"}, {"--max-fail", "abc"}}) {
+    const std::string state = make_temp_dir() + "/state.db";
+    auto r = run_gpuexpand({"apply", kLabSpec, flag, value, "--state", state});
+    EXPECT_EQ(r.exit_code, 1) << flag << " " << value << ": " << r.err;
+    EXPECT_NE(r.err.find(flag + ": '" + value + "' is not a count or a percentage"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(state)) << flag << " " << value;
+  }
 }
 
 // A store as apply and verify leave it: run 1 applied node-01 and node-02 (checks on both),

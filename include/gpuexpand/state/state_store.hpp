@@ -118,6 +118,9 @@ class StateStore {
   // A database with a NEWER schema version is refused:
   // "state store PATH: schema version 7 is newer than this gpuexpand understands (3); upgrade gpuexpand".
   static Result<std::unique_ptr<StateStore>> open(const std::string& path);
+  // For commands that only look (status, unlock): a path with no store is
+  // refused, naming it, instead of creating folders and an empty store.
+  static Result<std::unique_ptr<StateStore>> open_existing(const std::string& path);
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
