@@ -1,5 +1,9 @@
 #include "gpuexpand/spec/yaml_document.hpp"
 
+#include <cstdio>
+
+#include "gpuexpand/util/utf8.hpp"
+
 #include <yaml-cpp/yaml.h>
 
 #include <regex>
@@ -46,8 +50,9 @@ class Converter {
         // yaml-cpp tags quoted and block scalars "!", plain ones "?".
         const bool plain = node.Tag() == "?";
         marks.plain_scalar = plain;
-        nlohmann::json value = plain ? resolve_plain_scalar(node.Scalar()) : nlohmann::json(node.Scalar());
-        if (plain && !value.is_string()) marks.text = node.Scalar();
+        const std::string text = checked_utf8(node.Scalar(), {doc_.file, marks.value_line, marks.value_column});
+        nlohmann::json value = plain ? resolve_plain_scalar(text) : nlohmann::json(text);
+        if (plain && !value.is_string()) marks.text = text;
         doc_.marks[pointer] = std::move(marks);
         return value;
       }
@@ -74,6 +79,18 @@ class Converter {
   }
 
  private:
+  // A key or value with bytes that are not UTF-8: a located error, and the
+  // text carried on with U+FFFD in their place (JSON holds only UTF-8).
+  std::string checked_utf8(const std::string& text, const SourceLocation& where) {
+    const auto bad = first_invalid_utf8(text);
+    if (!bad) return text;
+    char byte[8];
+    std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[*bad])));
+    diagnostics_.push_back({where, std::string("not UTF-8: byte ") + byte + " at offset " + std::to_string(*bad) +
+                                       " of '" + replace_invalid_utf8(text) + "' (spec files are UTF-8 text)"});
+    return replace_invalid_utf8(text);
+  }
+
   nlohmann::json convert_map(const YAML::Node& node, const std::string& pointer) {
     nlohmann::json out = nlohmann::json::object();
     std::unordered_map<std::string, int> first_line;
@@ -85,7 +102,7 @@ class Converter {
         diagnostics_.push_back({where, "mapping keys must be plain strings"});
         continue;
       }
-      const std::string name = key.Scalar();
+      const std::string name = checked_utf8(key.Scalar(), where);
       // "<<: *anchor" merge keys: yaml-cpp 0.7 leaves them to us. Keys
       // written in the mapping itself win over merged ones.
       if (name == "<<" && key.Tag() == "?") {

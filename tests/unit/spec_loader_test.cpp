@@ -48,6 +48,20 @@ TEST(SpecLoader, YamlSyntaxErrorIsLocated) {
   EXPECT_EQ(result.diagnostics[0].message.rfind("YAML syntax error: ", 0), 0u) << result.diagnostics[0].message;
 }
 
+// A byte that is not UTF-8 in a value or a key: a located error, never an
+// exception later (plan digests the document as JSON, which must be UTF-8).
+TEST(SpecLoader, BytesThatAreNotUtf8AreLocatedErrors) {
+  auto result = load_spec("apiVersion: gpuexpand/v1\ncluster:\n  name: test\n  description: Bench\xfemark\n"
+                          "  x\xffy: 1\nnodes:\n  - {name: n1}\n");
+  EXPECT_FALSE(result.spec);
+  const std::string text = diagnostics_text(result);
+  EXPECT_NE(text.find("spec.yaml:4:16: not UTF-8: byte 0xFE at offset 5 of 'Bench\xEF\xBF\xBDmark' (spec files are UTF-8 "
+                      "text)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spec.yaml:5:3: not UTF-8: byte 0xFF at offset 1 of 'x\xEF\xBF\xBDy'"), std::string::npos) << text;
+}
+
 TEST(SpecLoader, EmptyFile) {
   auto result = load_spec("");
   EXPECT_EQ(diagnostics_text(result), "spec.yaml: the file is empty\n");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpuexpand/util/utf8.hpp"
+
 #include "gpuexpand/spec/yaml_document.hpp"
 #include "gpuexpand/util/diagnostic.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -75,6 +77,22 @@ TEST(YamlDocument, SeveralDocumentsAreAnError) {
   auto doc = parse_yaml_document("a: 1\n---\nb: 2\n", "t.yaml", diagnostics);
   ASSERT_EQ(diagnostics.size(), 1u);
   EXPECT_EQ(diagnostics[0].to_string(), "t.yaml:3:1: expected one YAML document, found 2");
+}
+
+}  // namespace
+}  // namespace gpuexpand
+
+namespace gpuexpand {
+namespace {
+
+TEST(Utf8, FirstInvalidByte) {
+  EXPECT_EQ(first_invalid_utf8("plain ascii"), std::nullopt);
+  EXPECT_EQ(first_invalid_utf8("H200 \xE2\x80\x94 ok \xF0\x9F\x9A\x80"), std::nullopt) << "em dash, 4-byte emoji";
+  EXPECT_EQ(first_invalid_utf8("ab\xFE"), 2u);
+  EXPECT_EQ(first_invalid_utf8("\xC0\xAF"), 0u) << "overlong '/'";
+  EXPECT_EQ(first_invalid_utf8("\xED\xA0\x80"), 0u) << "a surrogate";
+  EXPECT_EQ(first_invalid_utf8("x\xE2\x80"), 1u) << "cut short";
+  EXPECT_EQ(replace_invalid_utf8("a\xFF" "b\xC3\xA9"), "a\xEF\xBF\xBD" "b\xC3\xA9");
 }
 
 }  // namespace
