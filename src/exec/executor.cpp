@@ -366,7 +366,7 @@ class Execution {
       roll_back(run, step.key, action.error().message);
       return;
     }
-    if (packages) run.package_index_refreshed = true;
+    if (packages || refreshes_package_index(step)) run.package_index_refreshed = true;
     CommandRequest request = command_with_stdin(action->command, action->stdin_data);
     size_t target = run.index;
     if (delegated_to_controller(step)) {

@@ -444,6 +444,12 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       facts["sysctl"][s.arg] = value == "@@missing" ? json(nullptr) : json(value);
     } else if (s.name == "file") {
       facts["files"][s.arg] = file_facts(s.body);
+    } else if (s.name == "listing") {
+      json names = json::array();
+      for (const auto& line : lines_of(s.body)) {
+        if (!line.empty()) names.push_back(line);
+      }
+      facts["directories"][s.arg] = std::move(names);
     } else if (s.name == "df") {
       std::istringstream in(lines_of(s.body).empty() ? "" : lines_of(s.body).back());
       std::string fs;

@@ -78,6 +78,12 @@ std::string probe_script(const FactsRequest& request) {
          "); echo \"$gx_st\"; if [ -f " + q + " ] && " + small + "; then base64 -w0 " + q + "; echo; elif [ -f " + q +
          " ]; then sha256sum " + q + "; fi; fi\n";
   }
+  for (const auto& dir : request.listed_directories) {
+    // Names only, one per line; a missing directory lists nothing. Shell
+    // builtins only: no fork per directory.
+    s += "m listing " + shell_quote(dir) + "; for f in " + shell_quote(dir) +
+         "/*; do [ -e \"$f\" ] && printf '%s\\n' \"${f##*/}\"; done; true\n";
+  }
   if (!request.services.empty()) {
     std::string units;
     for (const auto& name : request.services) units += " " + shell_quote(name + ".service");

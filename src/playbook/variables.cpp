@@ -158,6 +158,11 @@ nlohmann::json playbook_variables(const ClusterSpec& spec, const NodeSpec& node)
   derive_rdma_qos(vars);
   vars["gpuexpand"] = {{"acceptance_reservation", acceptance_reservation(node.name)},
                        {"acceptance_record", kAcceptanceRecordPath}};
+  // Always a list: a spec that drops its last source must still prune it.
+  const nlohmann::json* os = vars.contains("os") ? &vars["os"] : nullptr;
+  vars["gpuexpand"]["package_sources"] = os && os->is_object() && os->contains("repositories") && (*os)["repositories"].is_array()
+                                             ? (*os)["repositories"]
+                                             : nlohmann::json::array();
   return vars;
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <map>
 #include <set>
 #include <tuple>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "gpuexpand/util/spellcheck.hpp"
 #include "derived_settings.hpp"
 #include "inline_secrets.hpp"
+#include "repositories.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -276,6 +278,7 @@ class SpecBuilder {
     derive_settings(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);
+    check_repository_keys(settings, origins);
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
     if (own.empty()) shared_settings_.emplace(cache_key, shared);
     return shared;
@@ -304,6 +307,20 @@ class SpecBuilder {
       auto cached = local_digests_.find(path);
       if (cached == local_digests_.end()) cached = local_digests_.emplace(path, local_file_sha256(path)).first;
       if (!cached->second.empty()) (*it)[digest_key] = cached->second;
+    }
+  }
+
+  // Each entry's merged settings are checked apart; the same source from
+  // `defaults` is reported once, and its key file read once.
+  void check_repository_keys(nlohmann::json& settings, const OriginMap& origins) {
+    RepositoryCheck check{[&](const std::string& effective) { return origin_of(origins, effective); },
+                          [&](const std::string& pointer, const std::string& message) {
+                            if (reported_.insert(pointer + "\n" + message).second) error(pointer, message);
+                          },
+                          key_files_};
+    check_repositories(settings, check);
+    for (const auto& [path, key] : key_files_) {
+      if (!key.file_sha256.empty()) local_digests_.emplace(path, key.file_sha256);
     }
   }
 
@@ -522,6 +539,8 @@ class SpecBuilder {
   const YamlDocument& doc_;
   const nlohmann::json& root_;
   std::vector<Diagnostic>& diagnostics_;
+  std::map<std::string, KeyFileInfo> key_files_;
+  std::set<std::string> reported_;
   std::unordered_map<std::string, std::shared_ptr<const nlohmann::json>> shared_settings_;
   std::unordered_map<std::string, Seen> seen_names_;
   std::unordered_map<std::string, Seen> seen_addresses_;

@@ -12,6 +12,7 @@
   X(copy)                       \
   X(line)                       \
   X(directory)                  \
+  X(repository)                 \
   X(package)                    \
   X(service)                    \
   X(sysctl)                     \

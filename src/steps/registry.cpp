@@ -81,4 +81,9 @@ bool installs_packages(const ResolvedStep& step) {
   return kind && kind->installs_packages();
 }
 
+bool refreshes_package_index(const ResolvedStep& step) {
+  const StepKind* kind = find_step_kind(step.type);
+  return kind && kind->refreshes_package_index();
+}
+
 }  // namespace gpuexpand

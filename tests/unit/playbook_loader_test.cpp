@@ -25,7 +25,8 @@ TEST(PlaybookLoader, ShippedPlaybooksLoadInPhaseOrder) {
   for (const auto& phase : set.phases) names.push_back(phase.name);
   EXPECT_EQ(names, phase_order());
   EXPECT_EQ(set.digest.size(), 64u);
-  EXPECT_EQ(set.phases[0].steps[0].id, "hostname");
+  EXPECT_EQ(set.phases[0].steps[0].id, "package-sources");  // before any package step
+  EXPECT_EQ(set.phases[0].steps[1].id, "hostname");
 }
 
 TEST(PlaybookLoader, EmbeddedCopiesMatchTheSourceTree) {
@@ -41,8 +42,8 @@ TEST(PlaybookLoader, ValidStep) {
 
 TEST(PlaybookLoader, UnknownType) {
   EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostnme, name: x}\n"),
-            "pb.yaml:4:19: steps[0].type: 'hostnme' is not one of hostname, timezone, file, copy, line, package, service, "
-            "sysctl, kernel_module, mount, directory, command, reboot, acceptance (did you mean 'hostname'?)\n");
+            "pb.yaml:4:19: steps[0].type: 'hostnme' is not one of hostname, timezone, file, copy, line, repository, package, "
+            "service, sysctl, kernel_module, mount, directory, command, reboot, acceptance (did you mean 'hostname'?)\n");
 }
 
 TEST(PlaybookLoader, ParameterOfAnotherType) {

@@ -3,6 +3,7 @@
 // captured output, every result checked against facts.schema.json.
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +85,26 @@ TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {
   EXPECT_FALSE(f.contains("content"));
   EXPECT_EQ(f["sha256"], sha256_hex("secret\n"));
   ::unlink(path);
+}
+
+// Listed directories: entry names, an empty list for a missing directory,
+// quoted like every other value.
+TEST(ProbeScript, ListsDirectoriesByName) {
+  const std::string dir = "/tmp/gpx probe 'dir'";
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/gpuexpand-a.sources") << "x\n";
+  std::ofstream(dir + "/other.list") << "y\n";
+  FactsRequest request;
+  request.listed_directories = {dir, "/nonexistent/dir"};
+  const std::string output = run_sh(probe_script(request));
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["directories"][dir], json({"gpuexpand-a.sources", "other.list"}));
+  EXPECT_EQ((*facts)["directories"]["/nonexistent/dir"], json::array());
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  ::unlink((dir + "/gpuexpand-a.sources").c_str());
+  ::unlink((dir + "/other.list").c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {

@@ -16,6 +16,9 @@ struct FactsRequest {
   std::set<std::string> files;     // absolute paths (files and directories)
   std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
   std::set<std::string> services;  // unit names without ".service"
+  // Directories whose entries (names only) are facts["directories"][dir]:
+  // how a kind finds files it wrote earlier that the spec no longer names.
+  std::set<std::string> listed_directories;
   std::map<std::string, std::string> checks;  // step key -> rendered check command
   // Checks of steps delegated to the scheduler's controller (plan/controller.hpp):
   // run there by controller_check_script, merged into the node's facts.

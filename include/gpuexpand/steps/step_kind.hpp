@@ -68,6 +68,9 @@ class StepKind {
   virtual bool needs_controller_facts(const ResolvedStep& step) const { return delegated_to_controller(step); }
   // Uses the node's package manager (the first such step refreshes its index).
   virtual bool installs_packages() const { return false; }
+  // Refreshes the package index itself (a changed package source), so the
+  // run's next package step need not.
+  virtual bool refreshes_package_index() const { return false; }
 
  protected:
   StepKind(std::string_view name, std::vector<std::string_view> required, std::vector<std::string_view> optional = {})
@@ -94,5 +97,6 @@ StepExecution execution_of(const ResolvedStep& step);
 bool delegated_to_controller(const ResolvedStep& step);
 bool needs_controller_facts(const ResolvedStep& step);
 bool installs_packages(const ResolvedStep& step);
+bool refreshes_package_index(const ResolvedStep& step);
 
 }  // namespace gpuexpand

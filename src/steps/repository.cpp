@@ -1,0 +1,283 @@
+// repository: the package sources of os.repositories, each a deb822
+// .sources file (apt) or a .repo file (dnf) with its signing key beside it.
+// The key is read on the operator's machine; the spec loader checked its
+// fingerprint and pinned its digest, which apply checks again. Files this
+// kind wrote earlier for sources the spec no longer lists are removed. The
+// package index is refreshed only when something changed.
+
+#include <algorithm>
+#include <set>
+
+#include "gpuexpand/steps/decision.hpp"
+#include "gpuexpand/steps/package_source.hpp"
+#include "gpuexpand/util/base64.hpp"
+#include "gpuexpand/util/digest.hpp"
+#include "gpuexpand/util/local_file.hpp"
+#include "gpuexpand/util/openpgp.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
+#include "kinds.hpp"
+
+namespace gpuexpand {
+
+namespace {
+
+const char* const kManaged = "# Managed by gpuexpand (os.repositories '";
+
+std::string words(const nlohmann::json& list, const std::string& separator = " ") {
+  std::string out;
+  if (!list.is_array()) return out;
+  for (const auto& item : list) {
+    if (item.is_string()) out += (out.empty() ? "" : separator) + item.get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+PackageSourceFiles package_source_files(const std::string& name, PackageManager manager) {
+  const std::string base = std::string(kPackageSourcePrefix) + name;
+  if (manager == PackageManager::Dnf) return {"/etc/yum.repos.d/" + base + ".repo", "/etc/pki/rpm-gpg/" + base + ".asc"};
+  return {"/etc/apt/sources.list.d/" + base + ".sources", "/etc/apt/keyrings/" + base + ".gpg"};
+}
+
+std::string package_source_text(const nlohmann::json& source, PackageManager manager) {
+  const std::string name = source.value("name", std::string());
+  const bool insecure = source.value("insecure", false);
+  const PackageSourceFiles files = package_source_files(name, manager);
+  std::string out = kManaged + name + "'): changes here are overwritten.\n";
+  if (manager == PackageManager::Dnf) {
+    out += "[" + name + "]\nname=" + name + "\nbaseurl=" + words(source.value("uris", nlohmann::json())) + "\nenabled=1\n";
+    out += insecure ? "gpgcheck=0\n" : "gpgcheck=1\ngpgkey=file://" + files.keyring + "\n";
+    return out;
+  }
+  out += "Types: deb\nURIs: " + words(source.value("uris", nlohmann::json())) + "\n";
+  const nlohmann::json suites = source.value("suites", nlohmann::json::array({"/"}));
+  out += "Suites: " + words(suites) + "\n";
+  if (const std::string c = words(source.value("components", nlohmann::json())); !c.empty()) out += "Components: " + c + "\n";
+  if (const std::string a = words(source.value("architectures", nlohmann::json())); !a.empty()) {
+    out += "Architectures: " + a + "\n";
+  }
+  out += insecure ? "Trusted: yes\n" : "Signed-By: " + files.keyring + "\n";
+  return out;
+}
+
+namespace steps {
+namespace {
+
+std::optional<PackageManager> manager_param(const json& params) {
+  const std::string pm = string_param(params, "package_manager");
+  if (pm == "apt") return PackageManager::Apt;
+  if (pm == "dnf") return PackageManager::Dnf;
+  return std::nullopt;
+}
+
+std::vector<json> sources_of(const json& params) {
+  std::vector<json> out;
+  if (const json* list = member(params, "sources"); list && list->is_array()) {
+    for (const auto& s : *list) {
+      if (s.is_object()) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+bool secure(const json& source) { return !source.value("insecure", false); }
+
+// The files the step wants on a node with `manager`.
+std::set<std::string> wanted_files(const json& params, PackageManager manager) {
+  std::set<std::string> out;
+  for (const auto& s : sources_of(params)) {
+    const auto files = package_source_files(s.value("name", std::string()), manager);
+    out.insert(files.source);
+    if (secure(s)) out.insert(files.keyring);
+  }
+  return out;
+}
+
+std::string key_digest(const json& source, PackageManager manager) {
+  return source.value(manager == PackageManager::Dnf ? "armored_sha256" : "keyring_sha256", std::string());
+}
+
+std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
+
+class Repository final : public StepKind {
+ public:
+  Repository() : StepKind("repository", {"sources"}) {}
+
+  Result<void> check_rendered(const json& params) const override {
+    const json* list = member(params, "sources");
+    bool ok = list && list->is_array();
+    if (ok) {
+      for (const auto& s : *list) {
+        ok = ok && s.is_object() && s.contains("name") && s["name"].is_string() && s.contains("uris") &&
+             s["uris"].is_array();
+      }
+    }
+    return need_shape(params, "sources", ok, "a list of sources, each with name and uris");
+  }
+
+  // The probe cannot know the package manager yet: it looks at both layouts.
+  void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
+    for (PackageManager manager : {PackageManager::Apt, PackageManager::Dnf}) {
+      const auto probe = package_source_files("x", manager);
+      request.listed_directories.insert(dir_of(probe.source));
+      request.listed_directories.insert(dir_of(probe.keyring));
+      for (const auto& s : sources_of(step.params)) {
+        const auto files = package_source_files(s.value("name", std::string()), manager);
+        request.files.insert(files.source);
+        request.files.insert(files.keyring);
+        request.secret_files.insert(files.keyring);  // binary: its digest is enough
+      }
+    }
+  }
+
+  // Which layout this node has, and what gpuexpand wrote there before that
+  // the spec no longer lists: pinned so apply removes (and the checkpoint
+  // saves) exactly what the plan showed.
+  void pin_from_facts(json& params, const json& facts) const override {
+    params.erase("package_manager");
+    params.erase("stale");
+    auto manager = package_manager_of(facts);
+    if (!manager) return;
+    params["package_manager"] = manager.value() == PackageManager::Dnf ? "dnf" : "apt";
+    const std::set<std::string> wanted = wanted_files(params, manager.value());
+    const json* directories = member(facts, "directories");
+    if (!directories) return;
+    const auto layout = package_source_files("x", manager.value());
+    const std::string suffixes[] = {layout.source.substr(layout.source.rfind('.')),
+                                    layout.keyring.substr(layout.keyring.rfind('.'))};
+    json stale = json::array();
+    for (const std::string& dir : {dir_of(layout.source), dir_of(layout.keyring)}) {
+      const json* names = member(*directories, dir);
+      if (!names || !names->is_array()) continue;
+      for (const auto& n : *names) {
+        if (!n.is_string()) continue;
+        const std::string name = n.get<std::string>();
+        const bool ours = name.rfind(kPackageSourcePrefix, 0) == 0 &&
+                          std::any_of(std::begin(suffixes), std::end(suffixes), [&](const std::string& suffix) {
+                            return name.size() > suffix.size() &&
+                                   name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+                          });
+        if (ours && !wanted.count(dir + "/" + name)) stale.push_back(dir + "/" + name);
+      }
+    }
+    if (!stale.empty()) params["stale"] = stale;
+  }
+
+  void decide(const StepInstance& step, const json&, Decision& d) const override {
+    const auto manager = manager_param(step.params);
+    if (!manager) {
+      for (const auto& s : sources_of(step.params)) {
+        d.add(ChangeAction::Unknown, "repository " + s.value("name", std::string()),
+              "no package manager in the facts; decided on the node");
+      }
+      return;
+    }
+    for (const auto& s : sources_of(step.params)) {
+      const std::string name = s.value("name", std::string());
+      const auto files = package_source_files(name, manager.value());
+      const std::string mark = secure(s) ? "" : " (INSECURE: signatures not checked)";
+      if (const json* f = d.file_facts(files.source)) {
+        const std::string wanted = package_source_text(s, manager.value());
+        if (!f->value("exists", false)) {
+          d.add(ChangeAction::Create, files.source, "new source " + words(s.value("uris", json()), ", ") + mark);
+        } else if (member(*f, "content") && param_text(*f, "content") != wanted) {
+          d.add(ChangeAction::Update, files.source,
+                "source differs (" + line_change_summary(param_text(*f, "content"), wanted) + ")" + mark);
+        } else if (!member(*f, "content")) {
+          d.add(ChangeAction::Unknown, files.source, "content not in the facts; decided on the node");
+        }
+      }
+      if (!secure(s)) continue;
+      if (const json* k = d.file_facts(files.keyring)) {
+        const std::string fingerprint = s.value("fingerprint", std::string());
+        if (!k->value("exists", false)) {
+          d.add(ChangeAction::Create, files.keyring, "signing key " + fingerprint);
+        } else if (param_text(*k, "sha256") != key_digest(s, manager.value())) {
+          d.add(ChangeAction::Update, files.keyring, "signing key differs from " + fingerprint);
+        }
+      }
+    }
+    for (const auto& path : string_names(step.params.value("stale", json()))) {
+      d.add(ChangeAction::Remove, path, "no longer in os.repositories");
+    }
+  }
+
+  void predict(const ResolvedStep& step, json& facts) const override {
+    const auto manager = manager_param(step.params);
+    if (!manager) return;
+    for (const auto& s : sources_of(step.params)) {
+      const auto files = package_source_files(s.value("name", std::string()), manager.value());
+      json& source = file_entry(facts, files.source);
+      source = {{"exists", true}, {"content", package_source_text(s, manager.value())}};
+      if (secure(s)) file_entry(facts, files.keyring) = {{"exists", true}, {"sha256", key_digest(s, manager.value())}};
+    }
+    for (const auto& path : string_names(step.params.value("stale", json()))) {
+      file_entry(facts, path) = {{"exists", false}};
+      if (json* names = facts.contains("directories") ? &facts["directories"][dir_of(path)] : nullptr;
+          names && names->is_array()) {
+        const std::string base = path.substr(path.rfind('/') + 1);
+        names->erase(std::remove(names->begin(), names->end(), json(base)), names->end());
+      }
+    }
+  }
+
+  void touch(const ResolvedStep& step, PhaseTouch& touch) const override {
+    const auto manager = manager_param(step.params);
+    for (PackageManager m : {PackageManager::Apt, PackageManager::Dnf}) {
+      if (manager && *manager != m) continue;
+      for (const auto& path : wanted_files(step.params, m)) touch.files.insert(path);
+    }
+    for (const auto& path : string_names(step.params.value("stale", json()))) touch.files.insert(path);
+  }
+
+  Result<ActionCommand> action(const ResolvedStep& step, const ActionContext& context) const override {
+    const PackageManager manager = context.package_manager;
+    std::string command;
+    auto write = [&](const std::string& path, const std::string& bytes) {
+      const std::string q = shell_quote(path), dir = shell_quote(dir_of(path));
+      // Atomic, as file steps write: a reader never sees half a source.
+      command += "install -d -m 0755 " + dir + " && t=$(mktemp " + shell_quote(dir_of(path) + "/.gpuexpand.XXXXXX") +
+                 ") && printf '%s' " + shell_quote(base64_encode(bytes)) + " | base64 -d > \"$t\" && chmod 0644 \"$t\" && " +
+                 "mv -f -- \"$t\" " + q + " || { rm -f -- \"$t\"; exit 1; }\n";
+    };
+    for (const auto& s : sources_of(step.params)) {
+      const std::string name = s.value("name", std::string());
+      const auto files = package_source_files(name, manager);
+      if (secure(s)) {
+        // Read again now: the file the spec loader checked may have changed.
+        const std::string path = s.value("key", std::string());
+        auto bytes = read_local_file(path);
+        if (!bytes) return make_error("step '" + step.key + "': " + bytes.error().message);
+        auto keyring = read_openpgp_keyring(bytes.value());
+        if (!keyring) return make_error("step '" + step.key + "': key file '" + path + "': " + keyring.error().message);
+        if (sha256_hex(keyring->packets) != s.value("keyring_sha256", std::string())) {
+          return make_error("step '" + step.key + "': key file '" + path +
+                            "' changed since the spec was checked: its fingerprint is no longer the pinned one");
+        }
+        write(files.keyring, manager == PackageManager::Dnf ? armor_public_key(keyring->packets) : keyring->packets);
+      }
+      write(files.source, package_source_text(s, manager));
+    }
+    const auto stale = string_names(step.params.value("stale", json()));
+    if (!stale.empty()) {
+      command += "rm -f --";
+      for (const auto& path : stale) command += " " + shell_quote(path);
+      command += "\n";
+    }
+    // apt's own message (a bad signature, an unreachable mirror) is the
+    // step's error output; apt-get update exits 100 on either.
+    command += manager == PackageManager::Dnf ? "dnf makecache -q\n"
+                                              : "DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null\n";
+    return ActionCommand{command, ""};
+  }
+
+  bool refreshes_package_index() const override { return true; }
+};
+
+}  // namespace
+
+GPUEXPAND_STEP_KIND(repository, Repository)
+
+}  // namespace steps
+}  // namespace gpuexpand
