@@ -15,6 +15,7 @@
 #include "gpuexpand/exec/store_journal.hpp"
 #include "gpuexpand/exec/apply_policy.hpp"
 #include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/plan/preflight.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/hostlist.hpp"
@@ -85,6 +86,10 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ExecutorOptions exec;
   exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
   exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
+  // What later phases need on this machine, before any node is touched.
+  if (const auto problems = preflight_problems(spec, nodes); !problems.empty()) {
+    throw CommandFailed{kExitError, preflight_message(problems)};
+  }
 
   // The run and the node locks, in one transaction. A holder that died
   // (SIGKILL, power loss) on this host is taken over: that is the resume.

@@ -44,6 +44,10 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
   auto list = os->find("repositories");
   if (list == os->end() || !list->is_array()) return;
   std::map<std::string, size_t> names;
+  // apt refuses the same URI and suite in two sources with different
+  // Signed-By keyrings ("Conflicting values set for option Signed-By"),
+  // and dnf would fetch the repository twice: one source per repository.
+  std::map<std::string, std::string> repositories;  // "URI suite" -> source name
   for (size_t i = 0; i < list->size(); ++i) {
     nlohmann::json& source = (*list)[i];
     if (!source.is_object()) continue;  // the schema reported it
@@ -55,6 +59,21 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
     const std::string label = "os.repositories '" + name + "'";
     if (auto [it, fresh] = names.emplace(name, i); !fresh) {
       fail("name", "repository name '" + name + "' is already used by os.repositories[" + std::to_string(it->second) + "]");
+    }
+    if (auto uris = source.find("uris"); uris != source.end() && uris->is_array()) {
+      const nlohmann::json suites = source.value("suites", nlohmann::json::array({"/"}));
+      for (const auto& uri : *uris) {
+        for (const auto& suite : suites) {
+          if (!uri.is_string() || !suite.is_string()) continue;
+          std::string where = uri.get<std::string>();
+          while (!where.empty() && where.back() == '/') where.pop_back();
+          const std::string repository = where + " " + suite.get<std::string>();
+          if (auto [it, fresh] = repositories.emplace(repository, name); !fresh && it->second != name) {
+            fail("uris", label + ": " + uri.get<std::string>() + " (suite " + suite.get<std::string>() +
+                             ") is already the source '" + it->second + "'; apt refuses one repository in two sources");
+          }
+        }
+      }
     }
     const bool insecure = source.value("insecure", false);
     const bool has_key = source.contains("key"), has_fingerprint = source.contains("fingerprint");

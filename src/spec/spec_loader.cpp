@@ -13,6 +13,7 @@
 
 #include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/spec/merge.hpp"
+#include "gpuexpand/spec/local_files.hpp"
 #include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
 #include "derived_settings.hpp"
@@ -293,12 +294,7 @@ class SpecBuilder {
   // the file it cannot read.
   void record_local_file_digests(nlohmann::json& settings) {
     if (!settings.is_object()) return;
-    // (section path, key, digest key): files on the operator's machine.
-    const std::tuple<const char*, const char*, const char*, const char*> sources[] = {
-        {"scheduler", "slurm", "munge_key_file", "munge_key_sha256"},
-        {"scheduler", "kubernetes", "token_file", "token_sha256"},
-        {"network", "nccl", "topology_source", "topology_source_sha256"}};
-    for (const auto& [top, section, key, digest_key] : sources) {
+    for (const auto& [top, section, key, digest_key] : secret_file_settings()) {
       auto outer = settings.find(top);
       if (outer == settings.end() || !outer->is_object()) continue;
       auto it = outer->find(section);

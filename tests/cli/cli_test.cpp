@@ -59,6 +59,10 @@ TEST(Cli, ARefusedApplyLeavesNoLockBehind) {
   const auto at = spec.find("\nssh:\n");
   ASSERT_NE(at, std::string::npos);
   spec.insert(at + 6, "  passphrase_env: GPUEXPAND_TEST_UNSET_PASSPHRASE\n");
+  // The files the spec names exist (the preflight would refuse it first otherwise).
+  for (std::string::size_type p; (p = spec.find("~/.gpuexpand-lab/")) != std::string::npos;) spec.replace(p, 17, dir + "/");
+  write_file(dir + "/id_ed25519", "not a key, but there\n");
+  write_file(dir + "/munge.key", "munge\n");
   write_file(dir + "/spec.yaml", spec);
   auto refused = run_gpuexpand({"apply", dir + "/spec.yaml", "--limit", "node-01", "--state", dir + "/state.db"});
   EXPECT_EQ(refused.exit_code, 1) << refused.out << refused.err;
@@ -69,6 +73,22 @@ TEST(Cli, ARefusedApplyLeavesNoLockBehind) {
   const auto runs = nlohmann::json::parse(json.out)["runs"];
   ASSERT_EQ(runs.size(), 1u) << json.out;
   EXPECT_EQ(runs[0]["status"], "failed") << json.out;
+}
+
+// A file a later phase needs is missing: apply says so before any node is
+// touched (no store, no run), every problem at once.
+TEST(Cli, ApplyPreflightRefusesMissingOperatorFiles) {
+  const std::string dir = make_temp_dir();
+  std::string spec = read_file(source_path("examples/lab-rack.yaml"));
+  for (std::string::size_type p; (p = spec.find("~/.gpuexpand-lab/")) != std::string::npos;) spec.replace(p, 17, dir + "/");
+  write_file(dir + "/id_ed25519", "key\n");
+  write_file(dir + "/spec.yaml", spec);
+  auto r = run_gpuexpand({"apply", dir + "/spec.yaml", "--state", dir + "/state.db"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.err, "gpuexpand: preflight: 1 problem on this machine; no node was touched:\n"
+                   "  scheduler.slurm.munge_key_file: cannot read " + dir + "/munge.key: No such file or directory "
+                   "(needed by node-[01-06])\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "refused before the store is opened";
 }
 
 // Invalid playbooks (--data-dir) are refused before verify takes a lock.

@@ -43,6 +43,9 @@ for n in node-01 node-02 node-03; do
   check "$n: idle in Slurm with the spec's features and GRES" on "$n" "idle h200,lab gpu:8" \
     "sinfo -N -h -n $n -o '%t %f %G'"
   check "$n: acceptance passed and recorded" sshn "$n" "test -s /var/lib/gpuexpand/accepted.json"
+  check "$n: the lab repository is its one package source, signature-checked" on "$n" \
+    "gpuexpand-gxlab.sources Signed-By: /etc/apt/keyrings/gpuexpand-gxlab.gpg" \
+    "echo \$(ls /etc/apt/sources.list.d) \$(grep -E '^(Signed-By|Trusted):' /etc/apt/sources.list.d/gpuexpand-gxlab.sources)"
 done
 check "first apply: the multi-node job ran over the three nodes" \
   grep -q "acceptance  pass multinode: one job ran on 3 nodes" <<<"$out"
@@ -82,6 +85,45 @@ check "status shows the rolled-back phase with its step" \
   grep -q "node-03 os-init (run $broken_run): step base-packages: " <<<"$status"
 out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
+
+# ---------------------------------------------------------------- package sources
+# node-03 converged. A key whose fingerprint is not the pinned one is
+# refused before any node is touched; a repository whose InRelease was
+# tampered with makes apt refuse, and os-init rolls back with apt's message;
+# a source dropped from the spec is removed from the node.
+converged "$work/lab.yaml" node-03
+sources_before=$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")
+spec_with "$work/wrongkey.yaml" '.defaults.os.repositories[0].fingerprint = "A4285295FC7B1A81600062A9605C66F00D6C9793"'
+gxrun apply "$work/wrongkey.yaml" --limit node-03 --state "$state"
+check "a wrong key fingerprint: apply exits 1" test "$rc" -eq 1
+check "  both fingerprints named, refused before any node is touched" \
+  grep -q "but the spec pins A4285295FC7B1A81600062A9605C66F00D6C9793: refused before any node is touched" <<<"$out"
+check "  the node's sources are as before" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
+
+# Two more copies of the repository on ctl: "second" as it is, "tampered"
+# with an InRelease that says something the key never signed (one changed
+# character in its Label).
+"$lab" ssh ctl -- "rm -rf /srv/www/tampered /srv/www/second && install -d /srv/www/tampered /srv/www/second &&
+  for f in /srv/gxlab-mirror/*; do ln -s \"\$f\" /srv/www/tampered/; ln -s \"\$f\" /srv/www/second/; done &&
+  rm /srv/www/tampered/InRelease /srv/www/tampered/Release.gpg &&
+  sed 's/^Label: gpuexpand-lab/Label: gpuexpand-lap/' /srv/gxlab-mirror/InRelease >/srv/www/tampered/InRelease" </dev/null
+spec_with "$work/tampered.yaml" '.defaults.os.repositories += [.defaults.os.repositories[0] + {name: "tampered", uris: ["http://198.18.0.10/tampered/"]}]'
+gxrun apply "$work/tampered.yaml" --limit node-03 --state "$state"
+check "a tampered repository: apply exits 3" test "$rc" -eq 3
+check "  os-init failed at the repository step and was rolled back" \
+  grep -q "node-03: phase os-init, step package-sources: " <<<"$out"
+check "  apt's own message is shown" grep -qE "BADSIG|signatures were invalid|is not signed" <<<"$out"
+check "  the node's sources are as before" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
+
+spec_with "$work/second.yaml" '.defaults.os.repositories += [.defaults.os.repositories[0] + {name: "gxlab-second", uris: ["http://198.18.0.10/second/"]}]'
+gxrun apply "$work/second.yaml" --limit node-03 --state "$state"
+check "a second source: written with its key" on node-03 "gpuexpand-gxlab-second.gpg gpuexpand-gxlab.gpg" "echo \$(ls /etc/apt/keyrings)"
+plan=$("$gx" plan "$work/lab.yaml" --limit node-03 2>&1)
+check "dropped from the spec: the plan removes its files" \
+  grep -q -- "- /etc/apt/sources.list.d/gpuexpand-gxlab-second.sources: no longer in os.repositories" <<<"$plan" || sed 's/^/    /' <<<"$plan"
+gxrun apply "$work/lab.yaml" --limit node-03 --state "$state"
+check "  and apply removes them" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
+"$lab" ssh ctl -- rm -rf /srv/www/tampered /srv/www/second </dev/null
 
 # ---------------------------------------------------------------- max-fail
 # One node at a time; the first fails (the bogus package): no further batch

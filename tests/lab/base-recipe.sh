@@ -35,17 +35,12 @@ UseDNS no
 MaxStartups 256:30:512
 CONF
 
-# --- apt: only the lab mirror --------------------------------------------
-# Nodes have no route out; the only package source is the lab mirror,
-# bind-mounted read-only at /srv/gxlab-mirror (a `file:` source).
+# --- apt: no package source at all ------------------------------------------
+# Nodes have no route out, and like a server fresh from the factory on an
+# isolated network they know no repository: gpuexpand's os.repositories
+# must add the lab's (served by ctl over HTTP, signed with the lab's key).
 : >"$rootfs/etc/apt/sources.list"
-cat >"$rootfs/etc/apt/sources.list.d/gxlab.list" <<'LIST'
-deb [trusted=yes] file:/srv/gxlab-mirror ./
-LIST
-cat >"$rootfs/etc/apt/apt.conf.d/90gxlab" <<'CONF'
-// gpuexpand lab: no translations to fetch; the mirror has none.
-Acquire::Languages "none";
-CONF
+rm -f "$rootfs"/etc/apt/sources.list.d/*
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
 
 # --- systemd inside nspawn ----------------------------------------------

@@ -6,7 +6,9 @@
 #
 # ctl runs: slurmctld (Slurm 22.05, dynamic nodes, configless), munged
 # (its key is written per lab by `lab up`), sshd with /srv/shared as the
-# cluster's shared storage (sshfs/FUSE: this kernel has no NFS).
+# cluster's shared storage (sshfs/FUSE: this kernel has no NFS), and nginx
+# serving the lab mirror at http://198.18.0.10/gxlab/ (signed by the lab's
+# key), the only package repository compute nodes can reach.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 
@@ -15,8 +17,27 @@ printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
 chmod +x /usr/sbin/policy-rc.d
 trap 'rm -f /usr/sbin/policy-rc.d' EXIT
 
+# The base knows no package source; this build (not a node) reads the
+# mirror's files directly, and forgets the source again below.
+echo 'deb [trusted=yes] file:/srv/gxlab-mirror ./' >/etc/apt/sources.list.d/gxlab-build.list
 apt-get -q update
-apt-get -q install -y --no-install-recommends slurmctld slurm-client munge
+apt-get -q install -y --no-install-recommends slurmctld slurm-client munge nginx-light
+
+# The mirror over HTTP. /srv/www is for what tests serve besides (a
+# tampered copy of the repository, say).
+rm -f /etc/nginx/sites-enabled/default
+install -d -m 0755 /srv/www
+cat >/etc/nginx/sites-available/gxlab <<'CONF'
+server {
+    listen 80 default_server;
+    root /srv/www;
+    location /gxlab/ {
+        alias /srv/gxlab-mirror/;
+    }
+}
+CONF
+ln -sf ../sites-available/gxlab /etc/nginx/sites-enabled/gxlab
+systemctl enable nginx.service
 
 install -d -o slurm -g slurm -m 0755 /var/lib/slurm /var/lib/slurm/slurmctld /var/log/slurm
 # Settings verified on this machine kind (LAB.md), controller ctl at 198.18.0.10.
@@ -67,6 +88,7 @@ systemctl enable munge.service slurmctld.service
 install -d -m 0755 /srv/shared
 echo "gpuexpand lab shared storage on ctl" >/srv/shared/README
 
+rm -f /etc/apt/sources.list.d/gxlab-build.list
 apt-get clean
 rm -rf /var/lib/apt/lists/*
 echo "ctl recipe done"

@@ -30,6 +30,9 @@ finish() {
   exit
 }
 
+# shellcheck source=tests/lab/lab-source.sh
+source "$here/lab-source.sh"
+
 # ssh exactly as gpuexpand will: the lab key, the lab known_hosts, strict.
 sshn() {
   local addr=$1
@@ -127,11 +130,23 @@ check "a wrong host key is refused (StrictHostKeyChecking=yes)" \
 rm -f "$tmpkh" "$tmpkh.k" "$tmpkh.k.pub"
 
 first=198.18.0.$((10 + 10#${nodes[0]#node-}))
-policy=$(sshn "$first" 'apt-get -q update >/dev/null 2>&1 && apt-cache policy nvidia-driver')
-check "${nodes[0]}: apt-get update from the lab mirror; nvidia-driver 535.129.03 and 550.90.07 available" \
+# The nodes know no package source (gpuexpand's os.repositories adds the
+# lab's); ctl serves the mirror over HTTP, its InRelease signed by the key
+# the client holds.
+check "${nodes[0]}: no package source configured (sources.list empty, sources.list.d empty)" sshn "$first" \
+  '! grep -qEv "^[[:space:]]*(#|$)" /etc/apt/sources.list && test -z "$(ls -A /etc/apt/sources.list.d)"'
+check "${nodes[0]}: without a source apt has no driver to install" sshn "$first" \
+  'apt-get -q update >/dev/null 2>&1; test -z "$(apt-cache policy nvidia-driver)"'
+inrelease=$(sshn "$first" '/usr/lib/apt/apt-helper download-file http://198.18.0.10/gxlab/InRelease /tmp/gx-InRelease >/dev/null &&
+  cat /tmp/gx-InRelease; rm -f /tmp/gx-InRelease')
+check "ctl serves the mirror over HTTP; its InRelease verifies with the client's gxlab-repo.gpg" \
+  bash -c 'gpgv --keyring "$1" <(printf "%s\n" "$2") 2>/dev/null' _ "$client/gxlab-repo.gpg" "$inrelease"
+policy=$(with_lab_source "${nodes[0]}" 'apt-cache policy nvidia-driver')
+check "${nodes[0]}: through that source nvidia-driver 535.129.03 and 550.90.07 are available" \
   test "$(grep -cE '^ +(\*\*\* )?(535\.129\.03|550\.90\.07) ' <<<"$policy")" == 2
-check "${nodes[0]}: mirror has the phase packages" sshn "$first" \
+check "${nodes[0]}: the repository has the phase packages" with_lab_source "${nodes[0]}" \
   'for p in chrony prometheus-node-exporter slurmd munge rdma-core ibverbs-utils infiniband-diags sshfs rsync jq; do apt-cache show "$p" >/dev/null 2>&1 || exit 1; done'
+check "${nodes[0]}: the temporary source is gone again" sshn "$first" 'test -z "$(ls -A /etc/apt/sources.list.d)"'
 check "${nodes[0]}: reaches ctl over SSH with its own root key (sshfs storage prerequisite)" \
   sshn "$first" 'ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=5 root@198.18.0.10 test -d /srv/shared'
 check "${nodes[0]}: /dev/fuse is present (sshfs)" sshn "$first" 'test -c /dev/fuse'

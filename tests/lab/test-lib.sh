@@ -40,6 +40,9 @@ spec_with() {
     jq "$@" >"$out"
 }
 
+# shellcheck source=tests/lab/lab-source.sh
+source "$here/lab-source.sh"
+
 ok() { passed=$((passed + 1)); echo "ok   - $*"; }
 bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
 check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)

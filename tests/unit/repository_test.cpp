@@ -109,6 +109,11 @@ TEST(SpecRepositories, SuitesComponentsAndNamesAreChecked) {
                                           "      - {name: d, uris: ['http://y/'], insecure: true}\n"));
   EXPECT_NE(diagnostics_text(twice).find("repository name 'd' is already used by os.repositories[0]"), std::string::npos)
       << diagnostics_text(twice);
+  auto same = load_spec(spec_with_source("      - {name: a, uris: ['http://x/r/'], insecure: true}\n"
+                                         "      - {name: b, uris: ['http://x/r'], insecure: true}\n"));
+  EXPECT_NE(diagnostics_text(same).find("os.repositories 'b': http://x/r (suite /) is already the source 'a'"),
+            std::string::npos)
+      << diagnostics_text(same);
   // A value that would break out of the file's line (a newline, a quote) is refused by the schema.
   auto injected = load_spec(spec_with_source("      - {name: d, uris: [\"http://x/ ./\\nTrusted: yes\"], insecure: true}\n"));
   EXPECT_NE(diagnostics_text(injected).find("must be an http(s), ftp or file URI"), std::string::npos) << diagnostics_text(injected);
