@@ -12,6 +12,17 @@
 namespace gpuexpand {
 namespace {
 
+// nvidia-smi reports the upstream version only ("550.90.07"); the spec's
+// may carry an epoch or a package revision, or name a branch ("550"), as
+// package versions do (docs/spec.md, version matching).
+bool driver_is(const std::string& reported, std::string wanted) {
+  if (auto colon = wanted.find(':'); colon != std::string::npos) wanted.erase(0, colon + 1);
+  if (auto dash = wanted.find('-'); dash != std::string::npos) wanted.resize(dash);
+  return reported == wanted ||
+         (reported.size() > wanted.size() && reported.compare(0, wanted.size(), wanted) == 0 && reported[wanted.size()] == '.');
+}
+
+
 using nlohmann::json;
 
 using accept_detail::member;
@@ -81,7 +92,7 @@ CheckResult gpu_check(const json& expected, const json& facts, long gres_gpus) {
   }
   const std::string driver = text(gpus, "driver_version");
   const std::string wanted_driver = text(expected, "driver_version");
-  if (!wanted_driver.empty() && driver != wanted_driver) {
+  if (!wanted_driver.empty() && !driver_is(driver, wanted_driver)) {
     problems.push_back("driver " + (driver.empty() ? std::string("unknown") : driver) + ", expected " + wanted_driver);
   }
   if (member(expected, "persistence_mode") == json(true) && member(gpus, "persistence_mode") != json(true)) {

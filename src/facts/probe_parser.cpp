@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <map>
+#include <algorithm>
 #include <sstream>
 
 #include "gpuexpand/facts/probe.hpp"
@@ -466,6 +467,22 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
     if (fields.size() < 3 || !request.packages.count(fields[0])) continue;
     // dpkg's db:Status-Abbrev "ii " = installed; "rc " = removed, config left.
     facts["packages"][fields[0]] = fields[1].rfind("ii", 0) == 0 ? json(fields[2]) : json(nullptr);
+  }
+  if (const auto candidates = lines_of(body("package-candidates")); !candidates.empty() && trimmed(candidates.front()) == "@@apt") {
+    // apt-cache madison: " NAME | VERSION | SOURCE", newest first.
+    json& offered = facts["package_candidates"];
+    for (const auto& p : request.versioned_packages) offered[p] = json::array();
+    for (size_t i = 1; i < candidates.size(); ++i) {
+      const auto& line = candidates[i];
+      const auto bar = line.find('|');
+      const auto bar2 = bar == std::string::npos ? bar : line.find('|', bar + 1);
+      if (bar2 == std::string::npos) continue;
+      const std::string name = trimmed(line.substr(0, bar)), version = trimmed(line.substr(bar + 1, bar2 - bar - 1));
+      if (!offered.contains(name) || version.empty()) continue;
+      if (std::find(offered[name].begin(), offered[name].end(), json(version)) == offered[name].end()) {
+        offered[name].push_back(version);
+      }
+    }
   }
   if (!request.services.empty()) facts["services"] = services_facts(body("services"), request.services);
   json modules = json::array();

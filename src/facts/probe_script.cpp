@@ -68,6 +68,14 @@ std::string probe_script(const FactsRequest& request) {
     s += "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names +
          " 2>/dev/null | grep -v 'is not installed'; fi\n";
   }
+  if (!request.versioned_packages.empty()) {
+    std::string names;
+    for (const auto& p : request.versioned_packages) names += " " + shell_quote(p);
+    // apt only: a dnf repoquery loads all metadata (seconds); dnf nodes
+    // resolve the version at apply time.
+    s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache madison" + names +
+         " 2>/dev/null; fi\n";
+  }
   for (const auto& path : request.files) {
     const std::string q = shell_quote(path);
     s += "m file " + q + "\n";

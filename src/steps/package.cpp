@@ -14,8 +14,10 @@ class Package final : public StepKind {
   Result<void> check_rendered(const json& params) const override { return need_names(params); }
 
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
-    for (std::string name : string_names(step.params.value("names", json()))) {
-      request.packages.insert(name.substr(0, name.find('=')));
+    const bool absent = param_text(step.params, "state", "present") == "absent";
+    for (const auto& [name, version] : wanted_versions(step.params)) {
+      request.packages.insert(name);
+      if (!version.empty() && !absent) request.versioned_packages.insert(name);
     }
   }
 
@@ -34,10 +36,17 @@ class Package final : public StepKind {
         if (present) d.add(ChangeAction::Remove, target, installed->get<std::string>() + " installed, wanted absent");
         continue;
       }
+      // What `wanted` resolves to in the node's sources, when the facts know.
+      const Offered offered = offered_version(facts, name, wanted);
       if (!present) {
-        d.add(ChangeAction::Create, target, wanted.empty() ? "not installed" : "not installed, wanted " + wanted);
+        d.add(ChangeAction::Create, target,
+              wanted.empty() ? "not installed" : "not installed, wanted " + wanted + offered.note);
       } else if (!wanted.empty() && !package_version_matches(installed->get<std::string>(), wanted)) {
-        d.add(ChangeAction::Update, target, installed->get<std::string>() + " installed, " + wanted + " wanted");
+        d.add(ChangeAction::Update, target, installed->get<std::string>() + " installed, " + wanted + " wanted" + offered.note);
+      } else if (!offered.version.empty() && offered.version != installed->get<std::string>()) {
+        // "550" is the newest 550.x offered, not any 550.x.
+        d.add(ChangeAction::Update, target,
+              installed->get<std::string>() + " installed, the sources offer " + offered.version + " for " + wanted);
       }
     }
   }
@@ -45,9 +54,12 @@ class Package final : public StepKind {
   void predict(const ResolvedStep& step, json& facts) const override {
     const bool absent = param_text(step.params, "state", "present") == "absent";
     for (const auto& [name, version] : wanted_versions(step.params)) {
+      const std::string resolved = offered_version(facts, name, version).version;
       json& installed = facts["packages"][name];
       if (absent) {
         installed = nullptr;
+      } else if (!resolved.empty()) {
+        installed = resolved;
       } else if (!version.empty()) {
         installed = version;
       } else if (!installed.is_string()) {
@@ -75,6 +87,27 @@ class Package final : public StepKind {
   }
 
  private:
+  struct Offered {
+    std::string version;  // the newest offered version matching, "" when unknown or none
+    std::string note;     // for reasons: " (550.90.07-1 in the sources)"
+  };
+  static Offered offered_version(const json& facts, const std::string& name, const std::string& wanted) {
+    Offered out;
+    if (wanted.empty()) return out;
+    const json* all = member(facts, "package_candidates");
+    const json* list = all ? member(*all, name) : nullptr;
+    if (!list || !list->is_array()) return out;
+    for (const auto& v : *list) {
+      if (v.is_string() && package_version_matches(v.get<std::string>(), wanted)) {
+        out.version = v.get<std::string>();
+        out.note = " (" + out.version + " in the sources)";
+        return out;
+      }
+    }
+    out.note = " (not in the node's sources now)";
+    return out;
+  }
+
   // (name, version) per entry of `names`: "name=1.2" pins that entry, else `version` applies.
   static std::vector<std::pair<std::string, std::string>> wanted_versions(const json& p) {
     std::vector<std::pair<std::string, std::string>> out;
@@ -105,33 +138,57 @@ Result<PackageManager> package_manager_of(const nlohmann::json& facts) {
   return make_error("no supported package manager on the node (found '" + pm + "'; apt and dnf are supported)");
 }
 
+std::string version_select_awk(const std::string& wanted, int field) {
+  // package_version_matches (steps/params.cpp) in awk: the first line whose
+  // version matches is printed, so the input comes newest first.
+  return "awk -F'|' -v w=" + shell_quote(wanted) + " -v f=" + std::to_string(field) +
+         " '{x=$f; gsub(/ /,\"\",x); y=x; e=index(w,\":\"); "
+         "if (e) { if (y !~ /^[0-9]+:/) y=\"0:\" y } else sub(/^[0-9]+:/,\"\",y); "
+         "r=substr(w,e+1); "
+         "if (index(r,\"-\")) ok=(y==w || index(y,w\"+\")==1 || index(y,w\"~\")==1); "
+         "else { u=y; sub(/-[^-]*$/,\"\",u); ok=(u==w || index(u,w\".\")==1 || index(u,w\"+\")==1 || index(u,w\"~\")==1) } "
+         "if (ok) {print x; exit}}'";
+}
+
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
                                      PackageManager manager, bool refresh_index) {
-  if (manager == PackageManager::Dnf) {
-    std::string list;
-    for (const auto& [name, version] : name_and_version) list += " " + shell_quote(version.empty() ? name : name + "-" + version);
-    // `dnf install NAME-VERSION` upgrades or downgrades to exactly that version.
-    return (refresh_index ? std::string("dnf makecache -q && ") : std::string()) + "dnf install -y -q --allowerasing" +
-           list;
-  }
-  // apt: exact versions are resolved on the node, because "550.90.07" is
-  // "550.90.07-1" in the archive; an epoch ("1:") is ignored when comparing.
-  std::string command = "export DEBIAN_FRONTEND=noninteractive; ";
-  if (refresh_index) command += "apt-get update -q >/dev/null || exit $?; ";
+  // Versions are resolved on the node, newest matching first: "550" is the
+  // newest 550.x the sources offer, "550.90.07" is "550.90.07-1" there.
+  std::string command;
   std::string list;
   size_t pinned = 0;
+  auto resolve = [&](const std::string& name, const std::string& version, const std::string& lister, int field,
+                     const std::string& joiner) {
+    const std::string var = "p" + std::to_string(pinned++);
+    command += "v=$(" + lister + " | " + version_select_awk(version, field) + "); [ -n \"$v\" ] || { echo " +
+               shell_quote(name + ": version " + version + " is not in the package sources") + " >&2; exit 100; }; " +
+               var + "=" + shell_quote(name + joiner) + "\"$v\"; ";
+    list += " \"$" + var + "\"";
+  };
+  if (manager == PackageManager::Dnf) {
+    if (refresh_index) command += "dnf makecache -q || exit $?; ";
+    for (const auto& [name, version] : name_and_version) {
+      if (version.empty()) {
+        list += " " + shell_quote(name);
+        continue;
+      }
+      // dnf install NAME-[EPOCH:]VERSION-RELEASE upgrades or downgrades to exactly that build.
+      resolve(name, version,
+              "dnf repoquery -q --showduplicates --qf '%{epoch}:%{version}-%{release}' " + shell_quote(name) +
+                  " 2>/dev/null | sed 's/^0://' | sort -rV",
+              1, "-");
+    }
+    return command + "dnf install -y -q --allowerasing" + list;
+  }
+  command = "export DEBIAN_FRONTEND=noninteractive; ";
+  if (refresh_index) command += "apt-get update -q >/dev/null || exit $?; ";
   for (const auto& [name, version] : name_and_version) {
     if (version.empty()) {
       list += " " + shell_quote(name);
       continue;
     }
-    const std::string var = "p" + std::to_string(pinned++);
-    command += "v=$(apt-cache madison " + shell_quote(name) + " | awk -F'|' -v w=" + shell_quote(version) +
-               " '{x=$2; gsub(/ /,\"\",x); y=x; sub(/^[0-9]+:/,\"\",y); if (y==w || index(y, w\"-\")==1 || "
-               "index(y, w\"+\")==1 || index(y, w\"~\")==1) {print x; exit}}'); [ -n \"$v\" ] || { echo " +
-               shell_quote(name + ": version " + version + " is not in the package sources") + " >&2; exit 100; }; " + var +
-               "=" + shell_quote(name + "=") + "\"$v\"; ";
-    list += " \"$" + var + "\"";
+    // apt-cache madison lists a package's versions newest first.
+    resolve(name, version, "apt-cache madison " + shell_quote(name), 2, "=");
   }
   return command + "apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confdef " +
          "-o Dpkg::Options::=--force-confold" + list;

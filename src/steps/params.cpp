@@ -1,6 +1,7 @@
 #include "gpuexpand/steps/params.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "gpuexpand/steps/decision.hpp"
@@ -78,16 +79,31 @@ Result<void> need_shape(const json& params, const char* key, bool ok, const char
 }
 
 bool package_version_matches(const std::string& installed, const std::string& wanted) {
+  if (wanted.empty()) return true;
+  // [epoch:]upstream[-revision]. The installed epoch counts only when the
+  // wanted version names one (no epoch means 0).
   std::string v = installed;
-  if (auto colon = v.find(':'); colon != std::string::npos && wanted.find(':') == std::string::npos) {
-    v = v.substr(colon + 1);
+  const bool wanted_epoch = wanted.find(':') != std::string::npos;
+  const auto colon = v.find(':');
+  if (!wanted_epoch && colon != std::string::npos) v = v.substr(colon + 1);
+  if (wanted_epoch && colon == std::string::npos) v = "0:" + v;
+  const auto continues = [](const std::string& text, const std::string& prefix, const char* separators) {
+    return text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0 &&
+           std::strchr(separators, text[prefix.size()]) != nullptr;
+  };
+  const std::string after_epoch = wanted_epoch ? wanted.substr(wanted.find(':') + 1) : wanted;
+  if (after_epoch.find('-') != std::string::npos) {
+    // A revision given: exactly that package build (a binNMU "+b1" or a
+    // "~" backport of it too).
+    return v == wanted || continues(v, wanted, "+~");
   }
-  if (v == wanted) return true;
-  if (v.size() > wanted.size() && v.compare(0, wanted.size(), wanted) == 0) {
-    const char next = v[wanted.size()];
-    return next == '-' || next == '+' || next == '~';
-  }
-  return false;
+  // No revision: the upstream version (before the last '-') is the wanted
+  // one, or lies under it: "550" is the 550 branch, "12.4" any 12.4.x,
+  // "550.90.07" matches 550.90.07-1 and 550.90.07-0ubuntu0.22.04.1 but not
+  // 550.90.070.
+  std::string upstream = v;
+  if (auto dash = upstream.rfind('-'); dash != std::string::npos) upstream.resize(dash);
+  return upstream == wanted || continues(upstream, wanted, ".+~");
 }
 
 std::string line_change_summary(const std::string& current, const std::string& wanted) {

@@ -117,6 +117,13 @@ TEST(Acceptance, GpuCheckOnRecordedFacts) {
                      {"max_ecc_errors", 0}}}};
   json facts = h200_facts();
   EXPECT_EQ(statuses(facts_checks(settings, facts)), "gpu=pass: 8 x NVIDIA H200, driver 535.129.03\n");
+  // The spec's version as packages take it: a branch, a revision, an epoch.
+  for (const char* wanted : {"535", "535.129.03-1", "3:535.129.03-1.el9"}) {
+    settings["gpu"]["driver_version"] = wanted;
+    EXPECT_EQ(statuses(facts_checks(settings, facts)), "gpu=pass: 8 x NVIDIA H200, driver 535.129.03\n") << wanted;
+  }
+  settings["gpu"]["driver_version"] = "53";
+  EXPECT_NE(statuses(facts_checks(settings, facts)).find("expected 53"), std::string::npos);
 
   settings["gpu"]["driver_version"] = "550.90.07";
   settings["gpu"]["persistence_mode"] = true;

@@ -61,8 +61,12 @@ TEST(StepActions, PackagesWithApt) {
 }
 
 TEST(StepActions, PackagesWithDnf) {
-  EXPECT_EQ(install_packages_command({{"nvidia-driver", "550.90.07"}, {"chrony", ""}}, PackageManager::Dnf, true),
-            "dnf makecache -q && dnf install -y -q --allowerasing nvidia-driver-550.90.07 chrony");
+  const std::string dnf = install_packages_command({{"nvidia-driver", "550"}, {"chrony", ""}}, PackageManager::Dnf, true);
+  EXPECT_EQ(dnf.rfind("dnf makecache -q || exit $?; v=$(dnf repoquery -q --showduplicates --qf "
+                      "'%{epoch}:%{version}-%{release}' nvidia-driver 2>/dev/null | sed 's/^0://' | sort -rV | awk ", 0),
+            0u)
+      << dnf;
+  EXPECT_NE(dnf.find("p0=nvidia-driver-\"$v\"; dnf install -y -q --allowerasing \"$p0\" chrony"), std::string::npos) << dnf;
   EXPECT_EQ(remove_packages_command({"telnet"}, PackageManager::Dnf), "dnf remove -y -q telnet");
   EXPECT_EQ(remove_packages_command({"telnet"}, PackageManager::Apt),
             "DEBIAN_FRONTEND=noninteractive apt-get remove -y -q telnet");
@@ -75,6 +79,24 @@ TEST(StepActions, AptVersionResolutionPicksTheRevisionOfTheWantedVersion) {
   auto r = run_sh("printf '%s\\n' ' nvidia-driver | 1:550.90.070-1 | file:/srv a/ Packages' "
                   "' nvidia-driver | 550.90.07-2 | file:/srv b/ Packages' ' nvidia-driver | 535.129.03-1 | x' | " + awk);
   EXPECT_EQ(r.out, "550.90.07-2\n");
+}
+
+// The same rule as package_version_matches, on real vendor version lists
+// (newest first, as apt-cache madison and the sorted dnf repoquery give them).
+TEST(StepActions, VersionSelectionOnVendorVersions) {
+  const std::string ubuntu =
+      "printf '%s\\n' ' nvidia-driver-550 | 550.107.02-0ubuntu0.22.04.1 | http://archive.ubuntu.com/ubuntu "
+      "jammy-updates/restricted amd64 Packages' ' nvidia-driver-550 | 550.90.07-0ubuntu0.22.04.1 | "
+      "http://archive.ubuntu.com/ubuntu jammy-updates/restricted amd64 Packages' ' nvidia-driver-550 | "
+      "550.54.15-0ubuntu0.22.04.2 | http://archive.ubuntu.com/ubuntu jammy-security/restricted amd64 Packages' | ";
+  EXPECT_EQ(run_sh(ubuntu + version_select_awk("550", 2)).out, "550.107.02-0ubuntu0.22.04.1\n") << "newest of the branch";
+  EXPECT_EQ(run_sh(ubuntu + version_select_awk("550.90.07", 2)).out, "550.90.07-0ubuntu0.22.04.1\n");
+  EXPECT_EQ(run_sh(ubuntu + version_select_awk("550.54.15-0ubuntu0.22.04.2", 2)).out, "550.54.15-0ubuntu0.22.04.2\n");
+  EXPECT_EQ(run_sh(ubuntu + version_select_awk("535", 2)).out, "");
+  const std::string rhel = "printf '%s\\n' 3:560.35.03-1.el9 3:550.90.07-1.el9 3:550.54.15-1.el9 | ";
+  EXPECT_EQ(run_sh(rhel + version_select_awk("550", 1)).out, "3:550.90.07-1.el9\n");
+  EXPECT_EQ(run_sh(rhel + version_select_awk("3:550.54.15", 1)).out, "3:550.54.15-1.el9\n");
+  EXPECT_EQ(run_sh(rhel + version_select_awk("1:550.54.15", 1)).out, "");
 }
 
 TEST(StepActions, ServiceHostnameLineSysctlMount) {

@@ -184,6 +184,27 @@ TEST(Planner, PackagesInstallUpgradeDowngradeRemove) {
             Lines{"- package telnet: 0.17-44 installed, wanted absent"});
 }
 
+// With the versions the node's sources offer in the facts, the plan names
+// what a version resolves to, and "550" means the newest 550.x offered.
+TEST(Planner, PackagesNameTheVersionTheSourcesOffer) {
+  const std::string step =
+      "  - {id: driver, type: package, names: [nvidia-driver-550], version: '{{ gpu.driver_version }}'}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver-550"] = nullptr;
+  facts["package_candidates"]["nvidia-driver-550"] = {"550.107.02-0ubuntu0.22.04.1", "550.90.07-0ubuntu0.22.04.1"};
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550'}\n", step, facts)),
+            Lines{"+ package nvidia-driver-550: not installed, wanted 550 (550.107.02-0ubuntu0.22.04.1 in the sources)"});
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts)),
+            Lines{"+ package nvidia-driver-550: not installed, wanted 550.90.07 (550.90.07-0ubuntu0.22.04.1 in the sources)"});
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550.54.15'}\n", step, facts)),
+            Lines{"+ package nvidia-driver-550: not installed, wanted 550.54.15 (not in the node's sources now)"});
+  facts["packages"]["nvidia-driver-550"] = "550.90.07-0ubuntu0.22.04.1";
+  EXPECT_EQ(plan_one("  gpu: {driver_version: '550.90.07'}\n", step, facts).status, NodeStatus::Unchanged);
+  EXPECT_EQ(lines(plan_one("  gpu: {driver_version: '550'}\n", step, facts)),
+            Lines{"~ package nvidia-driver-550: 550.90.07-0ubuntu0.22.04.1 installed, the sources offer "
+                  "550.107.02-0ubuntu0.22.04.1 for 550"});
+}
+
 TEST(Planner, PackageVersionMatching) {
   EXPECT_TRUE(package_version_matches("550.90.07", "550.90.07"));
   EXPECT_TRUE(package_version_matches("550.90.07-1", "550.90.07"));
@@ -191,7 +212,30 @@ TEST(Planner, PackageVersionMatching) {
   EXPECT_TRUE(package_version_matches("1:550.90.07-1", "550.90.07"));
   EXPECT_FALSE(package_version_matches("550.90.070", "550.90.07"));
   EXPECT_FALSE(package_version_matches("550.90", "550.90.07"));
-  EXPECT_FALSE(package_version_matches("550.90.07.1", "550.90.07"));
+  // Fewer components: anything under them (the newest is chosen at install).
+  EXPECT_TRUE(package_version_matches("550.90.07.1", "550.90.07"));
+}
+
+// Real version strings: NVIDIA's CUDA repository for Ubuntu (550.90.07-1),
+// Ubuntu's own driver packages (550.90.07-0ubuntu0.22.04.1), NVIDIA's
+// RHEL 9 repository with its epoch (3:550.90.07-1.el9), cuda-toolkit 12.4.1-1.
+TEST(Planner, PackageVersionMatchingOnVendorVersions) {
+  for (const char* installed : {"550.90.07-1", "550.90.07-0ubuntu0.22.04.1", "3:550.90.07-1.el9"}) {
+    EXPECT_TRUE(package_version_matches(installed, "550.90.07")) << installed;
+    EXPECT_TRUE(package_version_matches(installed, "550")) << installed << ": the 550 branch";
+    EXPECT_FALSE(package_version_matches(installed, "535")) << installed;
+    EXPECT_FALSE(package_version_matches(installed, "55")) << installed << ": 55 is not a prefix of the branch";
+  }
+  EXPECT_FALSE(package_version_matches("550.90.070-1", "550.90.07"));
+  EXPECT_TRUE(package_version_matches("12.4.1-1", "12.4"));
+  EXPECT_FALSE(package_version_matches("12.40.1-1", "12.4"));
+  // An epoch or a revision given explicitly must be there.
+  EXPECT_TRUE(package_version_matches("3:550.90.07-1.el9", "3:550.90.07"));
+  EXPECT_FALSE(package_version_matches("550.90.07-1", "3:550.90.07"));
+  EXPECT_TRUE(package_version_matches("550.90.07-1", "0:550.90.07"));
+  EXPECT_TRUE(package_version_matches("550.90.07-0ubuntu0.22.04.1", "550.90.07-0ubuntu0.22.04.1"));
+  EXPECT_FALSE(package_version_matches("550.90.07-1", "550.90.07-0ubuntu0.22.04.1"));
+  EXPECT_FALSE(package_version_matches("550.90.07-10", "550.90.07-1"));
 }
 
 TEST(Planner, ServiceStatesAndRestartOnChange) {

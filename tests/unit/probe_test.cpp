@@ -87,6 +87,28 @@ TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {
   ::unlink(path);
 }
 
+// apt-cache madison's real format: versions per package, newest first,
+// each once even when two sources offer it.
+TEST(ProbeParser, PackageCandidatesFromMadison) {
+  FactsRequest request;
+  request.packages = {"nvidia-driver-550", "cuda-toolkit-12-4"};
+  request.versioned_packages = request.packages;
+  const std::string output =
+      "@@gpx:package-candidates\n@@apt\n"
+      " nvidia-driver-550 | 550.107.02-0ubuntu0.22.04.1 | http://archive.ubuntu.com/ubuntu jammy-updates/restricted amd64 Packages\n"
+      " nvidia-driver-550 | 550.107.02-0ubuntu0.22.04.1 | http://archive.ubuntu.com/ubuntu jammy-security/restricted amd64 Packages\n"
+      " nvidia-driver-550 | 550.90.07-0ubuntu0.22.04.1 | http://archive.ubuntu.com/ubuntu jammy-updates/restricted amd64 Packages\n"
+      "@@gpx:end\n";
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["package_candidates"],
+            json({{"cuda-toolkit-12-4", json::array()},
+                  {"nvidia-driver-550", {"550.107.02-0ubuntu0.22.04.1", "550.90.07-0ubuntu0.22.04.1"}}}));
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  const std::string script = probe_script(request);
+  EXPECT_NE(script.find("apt-cache madison cuda-toolkit-12-4 nvidia-driver-550 2>/dev/null"), std::string::npos);
+}
+
 // Listed directories: entry names, an empty list for a missing directory,
 // quoted like every other value.
 TEST(ProbeScript, ListsDirectoriesByName) {

@@ -40,6 +40,11 @@ Result<ActionCommand> copy_action(const ResolvedStep& step, std::string content)
 // How the executor reads a copy step's source on the controller.
 std::string controller_source_command(const ResolvedStep& step);
 
+// The awk program that prints the first version (field `field` of '|'
+// separated lines, newest first) matching `wanted` as package_version_matches
+// says; exposed so tests feed it real apt-cache madison and dnf output.
+std::string version_select_awk(const std::string& wanted, int field);
+
 // Package installs, exposed for tests of the exact command lines.
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
                                      PackageManager manager, bool refresh_index);

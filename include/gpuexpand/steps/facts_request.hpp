@@ -13,6 +13,10 @@ namespace gpuexpand {
 struct FactsRequest {
   std::set<std::string> sysctl_keys;
   std::set<std::string> packages;
+  // Of those, packages a step wants at a version: the versions the node's
+  // sources offer are facts["package_candidates"][name] (newest first), so
+  // the plan can name the version "550" resolves to.
+  std::set<std::string> versioned_packages;
   std::set<std::string> files;     // absolute paths (files and directories)
   std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
   std::set<std::string> services;  // unit names without ".service"
