@@ -38,7 +38,9 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
   s += "if [ -s \"$d/present\" ]; then tar -cpPf \"$d/files.tar\" --no-recursion -T \"$d/present\"; fi\n";
   if (!touch.packages.empty()) {
     s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
-         quoted_list(touch.packages) + " 2>/dev/null | awk -F'\\t' '$2 ~ /^ii/ {print $1\"\\t\"$3}' > \"$d/packages\" || true\n";
+         quoted_list(touch.packages) +
+         // Installed ("ii", or "hi" when held): NAME, VERSION, and whether it was held.
+         " 2>/dev/null | awk -F'\\t' '$2 ~ /^.i/ {print $1\"\\t\"$3\"\\t\"substr($2,1,1)}' > \"$d/packages\" || true\n";
     s += "else rpm -q --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n'" + quoted_list(touch.packages) +
          " 2>/dev/null | grep -v 'not installed' > \"$d/packages\" || true; fi\n";
   }
@@ -102,9 +104,16 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
       s += "  if [ -n \"$v\" ]; then install=\"$install " + q(name) + "=$v\"; elif dpkg-query -W " + q(name) +
            " >/dev/null 2>&1; then purge=\"$purge " + q(name) + "\"; fi\n";
     }
-    s += "  if [ -n \"$purge\" ]; then apt-get purge -y -q $purge >/dev/null || fail \"purge$purge\"; fi\n";
-    s += "  if [ -n \"$install\" ]; then apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confdef "
-         "-o Dpkg::Options::=--force-confold $install >/dev/null || fail \"install$install\"; fi\n";
+    s += "  if [ -n \"$purge\" ]; then apt-get purge -y -q --allow-change-held-packages $purge >/dev/null || fail \"purge$purge\"; fi\n";
+    s += "  if [ -n \"$install\" ]; then apt-get install -y -q --allow-downgrades --allow-change-held-packages "
+         "-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $install >/dev/null || fail "
+         "\"install$install\"; fi\n";
+    // Holds as the checkpoint saw them.
+    for (const auto& name : touch.packages) {
+      s += "  h=$(awk -F'\\t' -v n=" + q(name) + " '$1==n {print $3}' \"$d/packages\" 2>/dev/null)\n";
+      s += "  if [ \"$h\" = h ]; then apt-mark hold " + q(name) + " >/dev/null; elif dpkg-query -W -f='${db:Status-Abbrev}' " +
+           q(name) + " 2>/dev/null | grep -q '^h'; then apt-mark unhold " + q(name) + " >/dev/null; fi\n";
+    }
     s += "elif command -v dnf >/dev/null 2>&1; then\n";
     for (const auto& name : touch.packages) {
       s += "  v=$(awk -F'\\t' -v n=" + q(name) + " '$1==n {print $2}' \"$d/packages\" 2>/dev/null)\n";

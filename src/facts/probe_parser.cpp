@@ -460,14 +460,20 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
     }
   }
+  json held = json::array();
   for (const auto& line : lines_of(body("packages"))) {
     std::vector<std::string> fields;
     std::stringstream in(line);
     for (std::string f; std::getline(in, f, '\t');) fields.push_back(f);
     if (fields.size() < 3 || !request.packages.count(fields[0])) continue;
-    // dpkg's db:Status-Abbrev "ii " = installed; "rc " = removed, config left.
-    facts["packages"][fields[0]] = fields[1].rfind("ii", 0) == 0 ? json(fields[2]) : json(nullptr);
+    // dpkg's db:Status-Abbrev: the wanted action, then the state: "ii " is
+    // installed, "hi " installed and held, "rc " removed with its config left.
+    const bool installed = fields[1].size() >= 2 && fields[1][1] == 'i';
+    facts["packages"][fields[0]] = installed ? json(fields[2]) : json(nullptr);
+    if (installed && fields[1][0] == 'h') held.push_back(fields[0]);
   }
+  // Holds are dpkg's; on rpm nodes (versionlock) the facts do not say.
+  if (!request.packages.empty() && facts["os"].value("package_manager", "") == "apt") facts["held_packages"] = held;
   if (const auto candidates = lines_of(body("package-candidates")); !candidates.empty() && trimmed(candidates.front()) == "@@apt") {
     // apt-cache madison: " NAME | VERSION | SOURCE", newest first.
     json& offered = facts["package_candidates"];

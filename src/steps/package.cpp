@@ -1,5 +1,8 @@
 // package: packages installed (at a version) or absent, through apt or dnf.
 
+#include <algorithm>
+#include <optional>
+
 #include "gpuexpand/steps/decision.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "kinds.hpp"
@@ -9,7 +12,7 @@ namespace {
 
 class Package final : public StepKind {
  public:
-  Package() : StepKind("package", {"names"}, {"version", "state"}) {}
+  Package() : StepKind("package", {"names"}, {"version", "state", "hold"}) {}
 
   Result<void> check_rendered(const json& params) const override { return need_names(params); }
 
@@ -47,13 +50,27 @@ class Package final : public StepKind {
         // "550" is the newest 550.x offered, not any 550.x.
         d.add(ChangeAction::Update, target,
               installed->get<std::string>() + " installed, the sources offer " + offered.version + " for " + wanted);
+      } else if (const auto hold = hold_wanted(step.params); hold && present) {
+        // Holds are facts on apt nodes only; rpm nodes get their versionlock
+        // whenever the step runs.
+        if (const json* held = member(facts, "held_packages"); held && held->is_array()) {
+          const bool is_held = std::find(held->begin(), held->end(), json(name)) != held->end();
+          if (*hold && !is_held) d.add(ChangeAction::Update, target, installed->get<std::string>() + " installed, not held");
+          if (!*hold && is_held) d.add(ChangeAction::Update, target, "held, wanted not held");
+        }
       }
     }
   }
 
   void predict(const ResolvedStep& step, json& facts) const override {
     const bool absent = param_text(step.params, "state", "present") == "absent";
+    const auto hold = absent ? std::optional<bool>(false) : hold_wanted(step.params);
     for (const auto& [name, version] : wanted_versions(step.params)) {
+      if (hold && facts.contains("held_packages") && facts["held_packages"].is_array()) {
+        json& held = facts["held_packages"];
+        held.erase(std::remove(held.begin(), held.end(), json(name)), held.end());
+        if (*hold) held.push_back(name);
+      }
       const std::string resolved = offered_version(facts, name, version).version;
       json& installed = facts["packages"][name];
       if (absent) {
@@ -83,10 +100,23 @@ class Package final : public StepKind {
       for (const auto& [name, _] : wanted) names.push_back(name);
       return ActionCommand{remove_packages_command(names, context.package_manager), ""};
     }
-    return ActionCommand{install_packages_command(wanted, context.package_manager, context.refresh_package_index), ""};
+    std::string command = install_packages_command(wanted, context.package_manager, context.refresh_package_index,
+                                                   hold_wanted(step.params).has_value());
+    if (const auto hold = hold_wanted(step.params)) {
+      std::vector<std::string> names;
+      for (const auto& [name, _] : wanted) names.push_back(name);
+      command += " && " + hold_packages_command(names, *hold, context.package_manager);
+    }
+    return ActionCommand{command, ""};
   }
 
  private:
+  // `hold` given: true holds, false releases; absent: holds are left alone.
+  static std::optional<bool> hold_wanted(const json& params) {
+    if (!params.contains("hold") || params["hold"].is_null()) return std::nullopt;
+    return bool_param(params, "hold", false);
+  }
+
   struct Offered {
     std::string version;  // the newest offered version matching, "" when unknown or none
     std::string note;     // for reasons: " (550.90.07-1 in the sources)"
@@ -151,7 +181,7 @@ std::string version_select_awk(const std::string& wanted, int field) {
 }
 
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
-                                     PackageManager manager, bool refresh_index) {
+                                     PackageManager manager, bool refresh_index, bool change_held) {
   // Versions are resolved on the node, newest matching first: "550" is the
   // newest 550.x the sources offer, "550.90.07" is "550.90.07-1" there.
   std::string command;
@@ -178,6 +208,12 @@ std::string install_packages_command(const std::vector<std::pair<std::string, st
                   " 2>/dev/null | sed 's/^0://' | sort -rV",
               1, "-");
     }
+    // A versionlock on the old version would keep dnf from moving it.
+    if (change_held) {
+      std::string names;
+      for (const auto& [name, _] : name_and_version) names += " " + shell_quote(name);
+      command += "dnf -q versionlock delete" + names + " >/dev/null 2>&1; ";
+    }
     return command + "dnf install -y -q --allowerasing" + list;
   }
   command = "export DEBIAN_FRONTEND=noninteractive; ";
@@ -190,8 +226,23 @@ std::string install_packages_command(const std::vector<std::pair<std::string, st
     // apt-cache madison lists a package's versions newest first.
     resolve(name, version, "apt-cache madison " + shell_quote(name), 2, "=");
   }
-  return command + "apt-get install -y -q --allow-downgrades -o Dpkg::Options::=--force-confdef " +
+  // A step that manages holds may move its own held packages; any other
+  // step stops at a package someone held ("Held packages were changed").
+  return command + "apt-get install -y -q --allow-downgrades " +
+         (change_held ? "--allow-change-held-packages " : "") + "-o Dpkg::Options::=--force-confdef " +
          "-o Dpkg::Options::=--force-confold" + list;
+}
+
+std::string hold_packages_command(const std::vector<std::string>& names, bool hold, PackageManager manager) {
+  std::string list;
+  for (const auto& n : names) list += " " + shell_quote(n);
+  if (manager == PackageManager::Dnf) {
+    return hold ? "{ dnf -q versionlock add" + list +
+                      " >/dev/null || { echo 'dnf versionlock failed: is python3-dnf-plugin-versionlock installed?' >&2; "
+                      "exit 1; }; }"
+                : "{ dnf -q versionlock delete" + list + " >/dev/null 2>&1 || true; }";
+  }
+  return std::string("apt-mark ") + (hold ? "hold" : "unhold") + list + " >/dev/null";
 }
 
 std::string remove_packages_command(const std::vector<std::string>& names, PackageManager manager) {

@@ -43,6 +43,7 @@ for n in node-01 node-02 node-03; do
   check "$n: idle in Slurm with the spec's features and GRES" on "$n" "idle h200,lab gpu:8" \
     "sinfo -N -h -n $n -o '%t %f %G'"
   check "$n: acceptance passed and recorded" sshn "$n" "test -s /var/lib/gpuexpand/accepted.json"
+  check "$n: the driver is held (gpu.hold_packages defaults to true)" on "$n" nvidia-driver "apt-mark showhold"
   check "$n: the lab repository is its one package source, signature-checked" on "$n" \
     "gpuexpand-gxlab.sources Signed-By: /etc/apt/keyrings/gpuexpand-gxlab.gpg" \
     "echo \$(ls /etc/apt/sources.list.d) \$(grep -E '^(Signed-By|Trusted):' /etc/apt/sources.list.d/gpuexpand-gxlab.sources)"
@@ -124,6 +125,15 @@ check "dropped from the spec: the plan removes its files" \
 gxrun apply "$work/lab.yaml" --limit node-03 --state "$state"
 check "  and apply removes them" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
 "$lab" ssh ctl -- rm -rf /srv/www/tampered /srv/www/second </dev/null
+
+# A hold someone released (so an unattended upgrade could move the driver)
+# is drift: planned, and applied back.
+sshn node-03 "apt-mark unhold nvidia-driver >/dev/null"
+plan=$("$gx" plan "$work/lab.yaml" --limit node-03 2>&1)
+check "a released hold is planned back" grep -q "~ package nvidia-driver: 550.90.07 installed, not held" <<<"$plan" ||
+  sed 's/^/    /' <<<"$plan"
+out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+check "  and applied: held again" on node-03 nvidia-driver "apt-mark showhold"
 
 # ---------------------------------------------------------------- max-fail
 # One node at a time; the first fails (the bogus package): no further batch
@@ -265,6 +275,8 @@ converged "$work/lab.yaml" node-02
 spec_with "$work/535.yaml" '.defaults.gpu.driver_version = "535.129.03"'
 gxrun apply "$work/535.yaml" --limit node-02 --state "$state"
 check "driver downgrade 550 -> 535 with a reboot: exit 0" test "$rc" -eq 0
+check "  the held driver was moved, and is held at 535" on node-02 "nvidia-driver 535.129.03" \
+  "echo \$(apt-mark showhold) \$(dpkg-query -W -f='\${Version}' nvidia-driver)"
 check "nvidia-smi reports 535.129.03 after the reboot" on node-02 535.129.03 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
 out=$("$gx" apply "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
@@ -278,6 +290,7 @@ gxrun apply "$work/550fm.yaml" --limit node-02 --state "$state"
 check "upgrade with a failing later step: exit 3" test "$rc" -eq 3
 check "it failed at the fabric manager step" grep -q "step fabric-manager-package" <<<"$out"
 check "the driver package is back at 535" on node-02 "535.129.03" "dpkg-query -W -f='\${Version}' nvidia-driver"
+check "  and held again, as the checkpoint found it" on node-02 nvidia-driver "apt-mark showhold"
 check "nvidia-smi still reports 535.129.03" on node-02 535.129.03 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
 check "files intact after the rollback" test "$before" = "$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")"

@@ -60,6 +60,22 @@ TEST(StepActions, PackagesWithApt) {
   EXPECT_NE(pinned.find(" \"$p0\""), std::string::npos);
 }
 
+TEST(StepActions, HeldPackages) {
+  auto held = action_for(step("package", {{"names", {"nvidia-driver"}}, {"version", "550"}, {"hold", "true"}}), ActionContext{});
+  ASSERT_TRUE(held);
+  EXPECT_NE(held->command.find("--allow-change-held-packages"), std::string::npos) << held->command;
+  const std::string tail = "\"$p0\" && apt-mark hold nvidia-driver >/dev/null";
+  EXPECT_EQ(held->command.substr(held->command.size() - tail.size()), tail);
+  auto plain = action_for(step("package", {{"names", {"chrony"}}}), ActionContext{});
+  EXPECT_EQ(plain->command.find("held"), std::string::npos) << "a step without hold respects others' holds";
+  ActionContext dnf;
+  dnf.package_manager = PackageManager::Dnf;
+  auto locked = action_for(step("package", {{"names", {"nvidia-driver"}}, {"version", "550"}, {"hold", true}}), dnf);
+  EXPECT_NE(locked->command.find("dnf -q versionlock delete nvidia-driver >/dev/null 2>&1; dnf install"), std::string::npos)
+      << locked->command;
+  EXPECT_NE(locked->command.find("&& { dnf -q versionlock add nvidia-driver >/dev/null || {"), std::string::npos);
+}
+
 TEST(StepActions, PackagesWithDnf) {
   const std::string dnf = install_packages_command({{"nvidia-driver", "550"}, {"chrony", ""}}, PackageManager::Dnf, true);
   EXPECT_EQ(dnf.rfind("dnf makecache -q || exit $?; v=$(dnf repoquery -q --showduplicates --qf "

@@ -205,6 +205,24 @@ TEST(Planner, PackagesNameTheVersionTheSourcesOffer) {
                   "550.107.02-0ubuntu0.22.04.1 for 550"});
 }
 
+// hold: true holds what it installs; a hold someone released is planned back.
+TEST(Planner, PackageHolds) {
+  const std::string step =
+      "  - {id: driver, type: package, names: [nvidia-driver], version: '550.90.07', hold: \"{{ gpu.hold_packages | default('true') }}\"}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver"] = "550.90.07";
+  facts["held_packages"] = {"nvidia-driver"};
+  EXPECT_EQ(plan_one("  gpu: {}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["held_packages"] = json::array();
+  EXPECT_EQ(lines(plan_one("  gpu: {}\n", step, facts)), Lines{"~ package nvidia-driver: 550.90.07 installed, not held"});
+  EXPECT_EQ(plan_one("  gpu: {hold_packages: false}\n", step, facts).status, NodeStatus::Unchanged);
+  facts["held_packages"] = {"nvidia-driver"};
+  EXPECT_EQ(lines(plan_one("  gpu: {hold_packages: false}\n", step, facts)), Lines{"~ package nvidia-driver: held, wanted not held"});
+  // rpm nodes: no hold facts, nothing planned for the hold alone.
+  facts.erase("held_packages");
+  EXPECT_EQ(plan_one("  gpu: {}\n", step, facts).status, NodeStatus::Unchanged);
+}
+
 TEST(Planner, PackageVersionMatching) {
   EXPECT_TRUE(package_version_matches("550.90.07", "550.90.07"));
   EXPECT_TRUE(package_version_matches("550.90.07-1", "550.90.07"));

@@ -109,6 +109,20 @@ TEST(ProbeParser, PackageCandidatesFromMadison) {
   EXPECT_NE(script.find("apt-cache madison cuda-toolkit-12-4 nvidia-driver-550 2>/dev/null"), std::string::npos);
 }
 
+// dpkg's "hi " is installed and held: a held package is installed (it was
+// once taken for absent) and listed in held_packages.
+TEST(ProbeParser, HeldPackagesAreInstalled) {
+  FactsRequest request;
+  request.packages = {"nvidia-driver", "chrony", "telnet"};
+  const std::string output =
+      "@@gpx:package-manager\napt-get\n@@gpx:packages\nnvidia-driver\thi \t550.90.07\nchrony\tii \t4.3-2+deb12u1\n"
+      "telnet\trc \t0.17-44\n@@gpx:end\n";
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["packages"], json({{"chrony", "4.3-2+deb12u1"}, {"nvidia-driver", "550.90.07"}, {"telnet", nullptr}}));
+  EXPECT_EQ((*facts)["held_packages"], json({"nvidia-driver"}));
+}
+
 // Listed directories: entry names, an empty list for a missing directory,
 // quoted like every other value.
 TEST(ProbeScript, ListsDirectoriesByName) {
