@@ -93,7 +93,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
 
   // The run and the node locks, in one transaction. A holder that died
   // (SIGKILL, power loss) on this host is taken over: that is the resume.
-  auto store = StateStore::open(options.state);
+  auto store = StateStore::open(state_path(options.state, spec_path));
   if (!store) throw CommandFailed{kExitError, store.error().message};
   RunRecord record;
   record.command = "apply";

@@ -22,7 +22,7 @@ int run_facts(Context& context, const FactsOptions& options) {
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
   const PlaybookSet& playbooks = context.playbooks();
-  AuditedRun audited(options.state, "facts", options.spec);
+  AuditedRun audited(state_path(options.state, options.spec), "facts", options.spec);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
 
   const auto start = std::chrono::steady_clock::now();

@@ -32,7 +32,7 @@ int run_plan(Context& context, const PlanOptions& options) {
     facts = std::move(recorded.value());
   } else {
     // Live: one probe per node, then plan; the facts can be kept for CI.
-    AuditedRun audited(options.state, "plan", options.spec);
+    AuditedRun audited(state_path(options.state, options.spec), "plan", options.spec);
     auto runner = make_ssh_runner(spec, selected.value(), options.ssh,
                                   [&audited](const AuditRecord& r) { audited.audit(r); });
     const std::string now = utc_now_rfc3339();

@@ -20,7 +20,7 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
   auto selected = select_nodes(spec, options.limits);
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
-  auto store = StateStore::open(options.state);
+  auto store = StateStore::open(state_path(options.state, options.spec));
   if (!store) throw CommandFailed{kExitError, store.error().message};
 
   // What each node would restore; nodes with nothing to undo are left out.

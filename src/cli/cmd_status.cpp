@@ -13,15 +13,24 @@
 namespace gpuexpand::cli {
 namespace {
 
+// Without --state: the store beside SPEC, or ./.gpuexpand/state.db (the
+// store of a spec in this directory).
+std::string store_path(const std::string& state, const std::string& spec) {
+  if (!state.empty()) return state;
+  return spec.empty() ? ".gpuexpand/state.db" : default_state_path(spec);
+}
+
 struct StatusOptions {
-  std::string state = ".gpuexpand/state.db";
+  std::string spec;
+  std::string state;
   int64_t run = 0;
   std::string output = "text";
   int history = 10;
 };
 
 struct UnlockOptions {
-  std::string state = ".gpuexpand/state.db";
+  std::string spec;
+  std::string state;
   bool force = false;
   std::vector<std::string> nodes;
 };
@@ -41,10 +50,11 @@ T checked(Result<T> result) {
 }
 
 int run_status(Context&, const StatusOptions& options) {
-  auto store = open_store(options.state);
+  const std::string state = store_path(options.state, options.spec);
+  auto store = open_store(state);
   if (options.run > 0) {
     auto run = checked(store->run(options.run));
-    if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + options.state};
+    if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + state};
     const auto results = checked(store->phase_results(options.run));
     const auto audit = checked(store->audit(options.run));
     const auto checks = checked(store->checks_of_run(options.run));
@@ -71,7 +81,7 @@ int run_status(Context&, const StatusOptions& options) {
     return kExitOk;
   }
   if (runs.empty()) {
-    std::cout << "No runs recorded in " << options.state << "\n";
+    std::cout << "No runs recorded in " << state << "\n";
     return kExitOk;
   }
   std::cout << status_overview_text(runs, latest, latest_checks);
@@ -83,7 +93,7 @@ int run_unlock(Context&, const UnlockOptions& options) {
     throw CommandFailed{kExitError, "unlock needs --force: releasing a lock another apply still uses lets two runs "
                                     "change the same nodes"};
   }
-  auto store = open_store(options.state);
+  auto store = open_store(store_path(options.state, options.spec));
   const auto released = checked(store->force_unlock(options.nodes, lock_holder_identity(), utc_now_rfc3339()));
   std::cout << unlock_text(released, !options.nodes.empty());
   return kExitOk;
@@ -95,7 +105,9 @@ void add_status_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<StatusOptions>();
   CLI::App* cmd = app.add_subcommand(
       "status", "Runs, the latest state per node and phase, and acceptance checks, from the state store");
-  cmd->add_option("--state", options->state, "State store (SQLite)")->capture_default_str();
+  cmd->add_option("SPEC", options->spec, "The spec whose store to read (.gpuexpand/state.db beside it)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--state", options->state, "State store (SQLite; default: beside SPEC, else ./.gpuexpand/state.db)");
   cmd->add_option("--run", options->run,
                   "One run: its phase results, acceptance checks and the number of remote commands");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
@@ -104,7 +116,9 @@ void add_status_command(CLI::App& app, Action& action) {
 
   auto unlock = std::make_shared<UnlockOptions>();
   CLI::App* u = app.add_subcommand("unlock", "Release run locks left by a run that cannot finish (--force); logged");
-  u->add_option("--state", unlock->state, "State store (SQLite)")->capture_default_str();
+  u->add_option("SPEC", unlock->spec, "The spec whose store to unlock (.gpuexpand/state.db beside it)")
+      ->check(CLI::ExistingFile);
+  u->add_option("--state", unlock->state, "State store (SQLite; default: beside SPEC, else ./.gpuexpand/state.db)");
   u->add_flag("--force", unlock->force, "Really release the locks");
   u->add_option("--node", unlock->nodes, "Only these nodes (default: every lock)")->allow_extra_args(false);
   set_action(*u, action, unlock, run_unlock);

@@ -55,7 +55,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
 
   // Verify changes nothing, but it must not look at a node that an apply
   // is half-way through (nor stop slurmd under it): it takes the locks.
-  auto store = StateStore::open(options.state);
+  auto store = StateStore::open(state_path(options.state, options.spec));
   if (!store) throw CommandFailed{kExitError, store.error().message};
   RunRecord record;
   record.command = options.fault_drill.empty() ? "verify" : "verify --fault-drill";

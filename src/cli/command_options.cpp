@@ -3,12 +3,23 @@
 
 #include "commands.hpp"
 
+#include <filesystem>
+
 namespace gpuexpand::cli {
+
+std::string default_state_path(const std::string& spec_path) {
+  const std::filesystem::path dir = std::filesystem::path(spec_path).parent_path();
+  return (dir / ".gpuexpand" / "state.db").string();
+}
+
+std::string state_path(const std::string& state_option, const std::string& spec_path) {
+  return state_option.empty() ? default_state_path(spec_path) : state_option;
+}
 
 void add_node_options(CLI::App& command, NodeCommandOptions& options, const NodeCommandHelp& help) {
   command.add_option("SPEC", options.spec, help.spec)->required()->check(CLI::ExistingFile);
   command.add_option(help.limit_names, options.limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
-  command.add_option("--state", options.state, help.state)->capture_default_str();
+  command.add_option("--state", options.state, help.state);
   add_ssh_options(command, options.ssh);
 }
 

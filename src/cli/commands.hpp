@@ -25,11 +25,18 @@ void set_action(CLI::App& command, Action& action, std::shared_ptr<Options> opti
 struct NodeCommandOptions {
   std::string spec;
   std::vector<std::string> limits;
-  std::string state = ".gpuexpand/state.db";
+  std::string state;  // "": default_state_path(the spec)
   SshOverrides ssh;
 };
+
+// The store a spec's runs share: .gpuexpand/state.db in the spec's own
+// directory, not the shell's, so the same spec applied from anywhere has
+// one history and one lock table (docs/architecture.md, "State store").
+std::string default_state_path(const std::string& spec_path);
+// --state when given, else the default beside `spec_path`.
+std::string state_path(const std::string& state_option, const std::string& spec_path);
 struct NodeCommandHelp {
-  std::string state = "State store (SQLite)";
+  std::string state = "State store (SQLite; default .gpuexpand/state.db beside the spec)";
   std::string spec = "Spec file";
   std::string limit_names = "-l,--limit";
 };

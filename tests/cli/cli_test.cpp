@@ -91,6 +91,37 @@ TEST(Cli, ApplyPreflightRefusesMissingOperatorFiles) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "refused before the store is opened";
 }
 
+// The default store is beside the spec, not in the shell's directory: an
+// apply of the same spec from elsewhere meets the same locks (exit 4), and
+// status finds the run through the spec.
+TEST(Cli, TheDefaultStoreFollowsTheSpec) {
+  const std::string dir = make_temp_dir(), elsewhere = make_temp_dir();
+  std::string spec = read_file(source_path("examples/lab-rack.yaml"));
+  for (std::string::size_type p; (p = spec.find("~/.gpuexpand-lab/")) != std::string::npos;) spec.replace(p, 17, dir + "/");
+  write_file(dir + "/id_ed25519", "key\n");
+  write_file(dir + "/munge.key", "munge\n");
+  write_file(dir + "/spec.yaml", spec);
+  {
+    auto opened = StateStore::open(dir + "/.gpuexpand/state.db");
+    ASSERT_TRUE(opened.ok()) << opened.error().message;
+    RunRecord run;
+    run.command = "apply";
+    run.spec_file = dir + "/spec.yaml";
+    run.started_at = "2026-12-02T03:00:00Z";
+    run.holder = "ops@other-host.invalid pid 77";
+    run.nodes = {"node-01"};
+    auto begun = (*opened)->begin_run(run);
+    ASSERT_TRUE(begun.ok() && std::holds_alternative<int64_t>(*begun));
+  }
+  auto r = run_gpuexpand({"apply", dir + "/spec.yaml", "--limit", "node-01"}, elsewhere);
+  EXPECT_EQ(r.exit_code, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("node node-01 is locked by run 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(elsewhere + "/.gpuexpand")) << "no second store in the shell's directory";
+  auto status = run_gpuexpand({"status", dir + "/spec.yaml"}, elsewhere);
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_NE(status.out.find("  1    apply    2026-12-02T03:00:00Z  running"), std::string::npos) << status.out;
+}
+
 // Invalid playbooks (--data-dir) are refused before verify takes a lock.
 TEST(Cli, VerifyWithInvalidPlaybooksTakesNoLock) {
   const std::string dir = make_temp_dir();
