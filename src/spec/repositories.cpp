@@ -1,4 +1,5 @@
 #include "repositories.hpp"
+#include "json_access.hpp"
 
 #include <set>
 
@@ -55,7 +56,7 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
     auto fail = [&](const std::string& key, const std::string& message) {
       check.error(check.origin(here + (key.empty() ? "" : "/" + key)), message);
     };
-    const std::string name = source.value("name", std::string());
+    const std::string name = text_at(source, "name");
     const std::string label = "os.repositories '" + name + "'";
     if (auto [it, fresh] = names.emplace(name, i); !fresh) {
       fail("name", "repository name '" + name + "' is already used by os.repositories[" + std::to_string(it->second) + "]");
@@ -75,7 +76,7 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
         }
       }
     }
-    const bool insecure = source.value("insecure", false);
+    const bool insecure = flag_at(source, "insecure");
     const bool has_key = source.contains("key"), has_fingerprint = source.contains("fingerprint");
     if (insecure && (has_key || has_fingerprint)) {
       fail("insecure", label + ": insecure: true turns signature checks off, so 'key' and 'fingerprint' would do "
@@ -105,7 +106,7 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
       fail("key", label + ": pin the key with 'fingerprint' (what a key is trusted for must not depend on whatever the "
                           "file holds later)");
     }
-    const std::string path = source.value("key", std::string());
+    const std::string path = text_at(source, "key");
     auto cached = check.keys.find(path);
     if (cached == check.keys.end()) cached = check.keys.emplace(path, read_key_file(path)).first;
     const KeyFileInfo& key = cached->second;
@@ -114,7 +115,7 @@ void check_repositories(nlohmann::json& settings, const RepositoryCheck& check) 
       continue;
     }
     if (!has_fingerprint) continue;
-    const std::string pinned = normalize_fingerprint(source.value("fingerprint", std::string()));
+    const std::string pinned = normalize_fingerprint(text_at(source, "fingerprint"));
     if (pinned.empty()) {
       fail("fingerprint", label + ": fingerprint must be 40 hex digits (v4 keys) or 64 (v5/v6), spaces allowed");
       continue;

@@ -18,6 +18,7 @@
 #include "gpuexpand/util/spellcheck.hpp"
 #include "derived_settings.hpp"
 #include "inline_secrets.hpp"
+#include "gpu_packages.hpp"
 #include "repositories.hpp"
 
 namespace gpuexpand {
@@ -280,6 +281,10 @@ class SpecBuilder {
     record_local_file_digests(settings);
     check_settings(settings, origins);
     check_repository_keys(settings, origins);
+    derive_gpu_packages(settings, GpuPackageCheck{[&](const std::string& effective) { return origin_of(origins, effective); },
+                                                  [&](const std::string& at, const std::string& message) {
+                                                    if (reported_.insert(at + "\n" + message).second) error(at, message);
+                                                  }});
     auto shared = std::make_shared<const nlohmann::json>(std::move(settings));
     if (own.empty()) shared_settings_.emplace(cache_key, shared);
     return shared;
