@@ -124,6 +124,12 @@ int run_apply(Context& context, const ApplyOptions& options) {
     }
   }
 
+  // The controllers the scheduler phase needs, before any node is touched.
+  if (const auto unreachable = unreachable_controllers(nodes, *runner); !unreachable.empty()) {
+    (void)run.finish(RunStatus::Failed, kExitError);
+    throw CommandFailed{kExitError, preflight_message(unreachable)};
+  }
+
   exec.run_id = run_id;
   exec.stop_requested = &g_stop_requested;
   exec.collected_at = utc_now_rfc3339();

@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "gpuexpand/exec/multinode.hpp"
+#include "gpuexpand/plan/controller.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 
 namespace gpuexpand {
@@ -85,6 +87,30 @@ RunStatus run_status_for(int exit_code) {
   return exit_code == kExitOk            ? RunStatus::Succeeded
          : exit_code == kExitInterrupted ? RunStatus::Interrupted
                                          : RunStatus::Failed;
+}
+
+std::vector<std::string> unreachable_controllers(const std::vector<const NodeSpec*>& nodes, CommandRunner& runner) {
+  const auto endpoints = controller_endpoints(nodes);
+  const auto hosts = controllers_of(nodes);  // in the order endpoints number them
+  std::map<size_t, std::vector<std::string>> needed_by;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (endpoints[i]) needed_by[*endpoints[i]].push_back(nodes[i]->name);
+  }
+  std::map<size_t, std::string> failures;
+  for (const auto& [endpoint, _] : needed_by) {
+    runner.submit(endpoint, command_with_stdin("true", ""), [&failures, endpoint = endpoint](const CommandOutcome& outcome) {
+      if (!outcome.ok()) failures[endpoint] = outcome.message;
+    });
+  }
+  runner.run();
+  std::vector<std::string> problems;
+  for (const auto& [endpoint, message] : failures) {
+    const size_t host = endpoint - nodes.size();
+    const std::string name = host < hosts.size() ? hosts[host].name + " (" + hosts[host].address + ")" : "?";
+    problems.push_back("the Slurm controller " + name + " cannot be reached, and " + fold_hostlist(needed_by[endpoint]) +
+                       " register with it: " + message);
+  }
+  return problems;
 }
 
 }  // namespace gpuexpand

@@ -37,7 +37,7 @@ std::vector<std::string> preflight_problems(const ClusterSpec& spec, const std::
 
 std::string preflight_message(const std::vector<std::string>& problems) {
   std::string out = "preflight: " + std::to_string(problems.size()) +
-                    (problems.size() == 1 ? " problem" : " problems") + " on this machine; no node was touched:";
+                    (problems.size() == 1 ? " problem" : " problems") + "; no node was touched:";
   for (const auto& p : problems) out += "\n  " + p;
   return out;
 }

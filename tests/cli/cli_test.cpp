@@ -85,10 +85,34 @@ TEST(Cli, ApplyPreflightRefusesMissingOperatorFiles) {
   write_file(dir + "/spec.yaml", spec);
   auto r = run_gpuexpand({"apply", dir + "/spec.yaml", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(r.err, "gpuexpand: preflight: 1 problem on this machine; no node was touched:\n"
+  EXPECT_EQ(r.err, "gpuexpand: preflight: 1 problem; no node was touched:\n"
                    "  scheduler.slurm.munge_key_file: cannot read " + dir + "/munge.key: No such file or directory "
                    "(needed by node-[01-06])\n");
   EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "refused before the store is opened";
+}
+
+// A Slurm controller that cannot be reached is found before any node is
+// touched, not in the scheduler phase after the driver went in.
+TEST(Cli, ApplyPreflightRefusesAnUnreachableController) {
+  const std::string dir = make_temp_dir();
+  std::string spec = read_file(source_path("examples/lab-rack.yaml"));
+  for (std::string::size_type p; (p = spec.find("~/.gpuexpand-lab/")) != std::string::npos;) spec.replace(p, 17, dir + "/");
+  spec.replace(spec.find("controller_address: 198.18.0.10"), 31, "controller_address: 127.0.0.1");
+  spec.insert(spec.find("\nssh:\n") + 6, "  port: 1\n  connect_timeout: 2\n");  // nothing listens on port 1
+  write_file(dir + "/id_ed25519", "key\n");
+  write_file(dir + "/munge.key", "munge\n");
+  write_file(dir + "/known_hosts", "");
+  write_file(dir + "/spec.yaml", spec);
+  auto r = run_gpuexpand({"apply", dir + "/spec.yaml", "--limit", "node-[01-02]", "--state", dir + "/state.db"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("gpuexpand: preflight: 1 problem; no node was touched:\n  the Slurm controller ctl (127.0.0.1) cannot "
+                       "be reached, and node-[01-02] register with it: "),
+            std::string::npos)
+      << r.err;
+  auto json = run_gpuexpand({"status", "--state", dir + "/state.db", "-o", "json"});
+  const auto runs = nlohmann::json::parse(json.out)["runs"];
+  ASSERT_EQ(runs.size(), 1u) << json.out;
+  EXPECT_EQ(runs[0]["status"], "failed") << "the run ends, its locks released";
 }
 
 // The default store is beside the spec, not in the shell's directory: an

@@ -22,6 +22,13 @@
 
 namespace gpuexpand {
 
+// apply's preflight over the network: each Slurm controller the selected
+// nodes name runs `true` once, before any node is touched. A controller
+// that cannot be reached would otherwise fail the scheduler phase after
+// the driver was installed and the node rebooted. One line per controller
+// that did not answer, naming the nodes that need it; empty when all did.
+std::vector<std::string> unreachable_controllers(const std::vector<const NodeSpec*>& nodes, CommandRunner& runner);
+
 // What `apply plan.json` may touch: exactly the nodes the plan changes,
 // each only while its facts are those the plan was made from.
 struct SavedPlanScope {

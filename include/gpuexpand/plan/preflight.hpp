@@ -16,7 +16,7 @@ namespace gpuexpand {
 // Empty when everything is in place.
 std::vector<std::string> preflight_problems(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes);
 
-// The message apply exits with.
+// The message apply exits with (also for exec's unreachable_controllers).
 std::string preflight_message(const std::vector<std::string>& problems);
 
 }  // namespace gpuexpand
