@@ -158,8 +158,9 @@ check "static: the user's job then runs" eventually 30 job_completed "$job"
 out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
 check "static: second apply changes nothing" grep -q "1 node: 0 changed, 1 unchanged, 0 failed" <<<"$out"
 run_id=$(sqlite3 "$state" 'select max(id) from runs')
-check "static: ... with one probe on the node and the delegated check on the controller" \
-  test "$(sqlite3 "$state" "select group_concat(node, ' ') from (select node from audit where run_id=$run_id order by node)")" = "ctl node-06"
+# On ctl: the preflight's `true`, then the delegated check.
+check "static: ... with one probe on the node and, on the controller, the preflight and the delegated check" \
+  test "$(sqlite3 "$state" "select group_concat(node, ' ') from (select node from audit where run_id=$run_id order by node)")" = "ctl ctl node-06"
 
 # A failure later in the phase rolls the controller back too: new features
 # are written there, then a step added for the test fails.

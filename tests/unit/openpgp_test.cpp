@@ -3,20 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "gpuexpand/util/openpgp.hpp"
+#include "test_support.hpp"
 
 namespace gpuexpand {
 namespace {
 
-std::string key_file(const std::string& name) {
-  std::ifstream in(std::string(GPUEXPAND_SOURCE_DIR) + "/tests/fixtures/openpgp/" + name, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string key_file(const std::string& name) { return testing::read_source_file("tests/fixtures/openpgp/" + name); }
 
 constexpr const char* kBookworm = "4D64FEC119C2029067D6E791F8D2585B8783D481";
 constexpr const char* kBullseye = "A4285295FC7B1A81600062A9605C66F00D6C9793";

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "gpuexpand/steps/package_source.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
@@ -26,12 +25,7 @@ const std::string kBookwormKey = kFixtures + "debian-archive-bookworm-stable.gpg
 const std::string kBookwormArmored = kFixtures + "debian-archive-bookworm-stable.asc";
 constexpr const char* kBookworm = "4D64FEC119C2029067D6E791F8D2585B8783D481";
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read_bytes(const std::string& path) { return testing::read_file(path); }
 
 std::string spec_with_source(const std::string& source_yaml) {
   return minimal_spec("defaults:\n  os:\n    repositories:\n" + source_yaml);
