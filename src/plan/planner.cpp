@@ -207,19 +207,6 @@ std::string decision_facts_digest(const json& facts) {
   return sha256_hex(relevant.dump());
 }
 
-// Whether a condition reads the `facts` root (facts.gpus.count), as
-// against a name that merely contains the word (gres_from_facts).
-static bool reads_facts(const std::string& condition) {
-  const auto is_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.'; };
-  for (size_t at = condition.find("facts"); at != std::string::npos; at = condition.find("facts", at + 1)) {
-    const size_t end = at + 5;
-    if ((at == 0 || !is_name(condition[at - 1])) && (end == condition.size() || condition[end] == '.' || !is_name(condition[end]))) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const json* facts) {
   std::vector<ResolvedStep> out;
@@ -245,30 +232,30 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
     partial[kProbePending] = std::move(pending);
     out.push_back({key, step.id, step.type, std::move(partial)});
   };
-  // A step that needs the controller (delegated there, or copying a file
-  // from there) is probed only where its conditions can hold: that costs a
-  // command on another host, and a spec without such nodes must not need
-  // the controller at all. Conditions that read facts cannot be judged yet.
+  // A step is probed only where its conditions can hold: a condition the
+  // spec alone makes false ("item.address and facts.os.family == 'rhel'"
+  // on an interface without an address) is false whatever the facts say,
+  // and its checks and files would cost every probe for nothing (a step
+  // delegated to the controller would even cost a command on another
+  // host). A condition that needs the facts, even those already gathered
+  // (a later probe may see others), can hold.
   auto may_hold = [&vars](const std::string& condition) {
-    if (condition.empty() || reads_facts(condition)) return true;
-    auto holds = evaluate_condition(condition, vars);
+    if (condition.empty()) return true;
+    auto holds = evaluate_condition_without(condition, vars, "facts");
     return !holds || holds.value();
   };
   for (const auto& phase : playbooks.phases) {
+    if (!may_hold(phase.when)) continue;
     for (const auto& step : phase.steps) {
-      const auto delegate = step.params.find("delegate_to");
-      const auto source = step.params.find("src_host");
-      const bool on_controller = (delegate != step.params.end() && *delegate == "controller") ||
-                                 (source != step.params.end() && *source == "controller");
-      if (on_controller && !(may_hold(phase.when) && may_hold(step.when))) continue;
       if (step.for_each.empty()) {
-        add(step, step.id);
+        if (may_hold(step.when)) add(step, step.id);
         continue;
       }
       const json* list = lookup_path(vars, step.for_each);
       if (!list || !list->is_array()) continue;
       for (size_t i = 0; i < list->size(); ++i) {
         vars["item"] = (*list)[i];
+        if (!may_hold(step.when)) continue;
         std::string label = std::to_string(i);
         if (!step.label.empty()) {
           auto rendered = render_template(step.label, vars, TemplateContext::Text);

@@ -335,13 +335,18 @@ class Parser {
 
 class Evaluator {
  public:
-  Evaluator(std::string_view source, const json& vars) : source_(source), vars_(vars) {}
+  Evaluator(std::string_view source, const json& vars, std::string_view unknown_root = {})
+      : source_(source), vars_(vars), unknown_root_(unknown_root) {}
 
   Result<json> eval(const Node& node) const {
     switch (node.kind) {
       case Node::Kind::Literal:
         return node.literal;
       case Node::Kind::Path:
+        if (!unknown_root_.empty() && !node.path.empty() && !node.path.front().index &&
+            node.path.front().key == unknown_root_) {
+          return fail("'" + std::string(unknown_root_) + "' is not known yet");
+        }
         return resolve(node.path);
       case Node::Kind::Not: {
         auto inner = eval(node.children[0]);
@@ -446,6 +451,7 @@ class Evaluator {
 
   std::string_view source_;
   const json& vars_;
+  std::string_view unknown_root_;
 };
 
 // Splits a version component into its leading number and the rest.
@@ -482,6 +488,15 @@ Result<bool> evaluate_condition(std::string_view expression, const nlohmann::jso
   auto tree = Parser(expression).parse();
   if (!tree) return tree.error();
   auto value = Evaluator(expression, vars).eval(*tree);
+  if (!value) return value.error();
+  return truthy(*value);
+}
+
+Result<bool> evaluate_condition_without(std::string_view expression, const nlohmann::json& vars,
+                                        std::string_view unknown_root) {
+  auto tree = Parser(expression).parse();
+  if (!tree) return tree.error();
+  auto value = Evaluator(expression, vars, unknown_root).eval(*tree);
   if (!value) return value.error();
   return truthy(*value);
 }

@@ -225,5 +225,20 @@ TEST(ConditionSyntax, ChecksWithoutVariables) {
   EXPECT_EQ(empty.error().message, "empty condition");
 }
 
+
+// Before the facts are in: a condition that short-circuits before it reads
+// them has a value; one that needs them does not.
+TEST(Condition, WithoutARoot) {
+  const json vars = {{"item", {{"name", "eth1"}}}, {"facts", {{"os", {{"family", "rhel"}}}}}};
+  EXPECT_EQ(evaluate_condition_without("item.address and facts.os.family == 'rhel'", vars, "facts").value(), false);
+  EXPECT_EQ(evaluate_condition_without("item.name or facts.os.family == 'rhel'", vars, "facts").value(), true);
+  auto unknown = evaluate_condition_without("item.name and facts.os.family == 'rhel'", vars, "facts");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().message, "'facts' is not known yet in condition 'item.name and facts.os.family == 'rhel''");
+  EXPECT_FALSE(evaluate_condition_without("not facts.x", vars, "facts"));
+  EXPECT_EQ(evaluate_condition_without("gres_from_facts", {{"gres_from_facts", true}}, "facts").value(), true)
+      << "only the root itself";
+}
+
 }  // namespace
 }  // namespace gpuexpand

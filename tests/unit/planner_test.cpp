@@ -92,6 +92,30 @@ TEST(Planner, StepsToProbeBeforeAndAfterTheFacts) {
   EXPECT_TRUE(after.controller_unresolved.empty());
 }
 
+// Conditions the spec alone makes false keep a step out of the probe,
+// whatever the facts would say; a condition that needs the facts (even
+// gathered ones: a later probe may see others) keeps it in.
+TEST(Planner, StepsToProbeLeaveOutWhatTheSpecRulesOut) {
+  static ClusterSpec spec;
+  spec = spec_with("  os: {timezone: UTC}\n");
+  ASSERT_FALSE(spec.nodes.empty());
+  const auto set = phase_with(
+      "  - {id: a, type: command, when: os.ntp_servers and facts.os.family == 'rhel', check: 'test -e /a', run: 'true', "
+      "rollback: 'true'}\n"
+      "  - {id: b, type: command, when: os.timezone and facts.os.family == 'rhel', check: 'test -e /b', run: 'true', "
+      "rollback: 'true'}\n"
+      "  - {id: c, type: command, when: facts.os.family == 'rhel' or os.ntp_servers, check: 'test -e /c', run: 'true', "
+      "rollback: 'true'}\n"
+      "  - {id: d, type: file, when: not os.timezone, path: /etc/d, content: x}\n");
+  json facts = base_facts();
+  facts["os"]["family"] = "debian";
+  for (const json* seen : std::initializer_list<const json*>{nullptr, &facts}) {
+    const FactsRequest request = facts_request_for(steps_to_probe(spec, spec.nodes[0], set, seen));
+    EXPECT_EQ(request.checks, (std::map<std::string, std::string>{{"b", "test -e /b"}, {"c", "test -e /c"}}));
+    EXPECT_TRUE(request.files.empty());
+  }
+}
+
 TEST(Planner, Hostname) {
   const std::string step = "  - {id: hostname, type: hostname, name: '{{ node.name }}'}\n";
   auto facts = base_facts();

@@ -32,6 +32,12 @@ namespace gpuexpand {
 // Evaluates a playbook step's `when:` condition against vars.
 Result<bool> evaluate_condition(std::string_view expression, const nlohmann::json& vars);
 
+// The same, with every path under `unknown_root` (e.g. "facts") not known
+// yet: a condition that needs one is an error, one that short-circuits
+// before it ("item.address and facts.os.family == 'rhel'") has a value.
+Result<bool> evaluate_condition_without(std::string_view expression, const nlohmann::json& vars,
+                                        std::string_view unknown_root);
+
 // Syntax check only (used when loading playbooks, before any vars exist).
 Result<void> check_condition_syntax(std::string_view expression);
 
