@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "gpuexpand/util/ipv4.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "settings_access.hpp"
 
@@ -40,6 +41,21 @@ std::string ipv4_of(const json& facts, const std::string& name) {
     for (const auto& a : member(i, "addresses")) {
       const std::string address = a.is_string() ? a.get<std::string>() : "";
       if (address.find('.') != std::string::npos) return address.substr(0, address.find('/'));
+    }
+  }
+  return "";
+}
+
+// An IPv4 address of interface `name` in a facts document that lies in
+// `own`'s subnet, or "".
+std::string ipv4_in_subnet(const json& facts, const std::string& name, const Ipv4Cidr& own) {
+  const uint32_t mask = own.prefix == 0 ? 0 : 0xFFFFFFFFu << (32 - own.prefix);
+  for (const auto& i : member(member(facts, "network"), "interfaces")) {
+    if (text(i, "name") != name) continue;
+    for (const auto& a : member(i, "addresses")) {
+      const std::string address = a.is_string() ? a.get<std::string>() : "";
+      auto ip = parse_ipv4(address.substr(0, address.find('/')));
+      if (ip && (*ip & mask) == (own.address & mask) && *ip != own.address) return format_ipv4(*ip);
     }
   }
   return "";
@@ -269,6 +285,7 @@ json acceptance_settings(const json& vars, const json& declared) {
   for (const auto& i : member(network, "compute_interfaces")) {
     json entry = {{"name", text(i, "name")}};
     if (member(i, "mtu").is_number_integer()) entry["mtu"] = i["mtu"];
+    if (member(i, "address").is_string()) entry["address"] = i["address"];
     settings["interfaces"].push_back(entry);
   }
   const json& rdma = member(network, "rdma");
@@ -448,9 +465,13 @@ PingPeers ping_peers(const json& settings, const std::vector<const json*>& other
   PingPeers peers;
   for (const auto& i : member(settings, "interfaces")) {
     const std::string name = text(i, "name");
+    // With an address of its own, the interface pings a peer in its
+    // subnet (each rail of a multi-rail fabric is a subnet of its own).
+    const auto own = parse_ipv4_cidr(text(i, "address"));
     for (const json* other : others) {
       if (!other) continue;
-      if (std::string address = ipv4_of(*other, name); !address.empty()) {
+      std::string address = own ? ipv4_in_subnet(*other, name, *own) : ipv4_of(*other, name);
+      if (!address.empty()) {
         peers[name] = address;
         break;
       }

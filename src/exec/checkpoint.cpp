@@ -36,13 +36,21 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
   // Contents, modes, owners and symlinks as they are; directories without
   // their contents (a mountpoint may have a filesystem on it).
   s += "if [ -s \"$d/present\" ]; then tar -cpPf \"$d/files.tar\" --no-recursion -T \"$d/present\"; fi\n";
-  if (!touch.packages.empty()) {
+  if (!touch.packages.empty() || !touch.package_patterns.empty()) {
+    // dpkg-query takes names and patterns alike and lists a package once.
     s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
-         quoted_list(touch.packages) +
+         quoted_list(touch.packages) + quoted_list(touch.package_patterns) +
          // Installed ("ii", or "hi" when held): NAME, VERSION, and whether it was held.
          " 2>/dev/null | awk -F'\\t' '$2 ~ /^.i/ {print $1\"\\t\"$3\"\\t\"substr($2,1,1)}' > \"$d/packages\" || true\n";
-    s += "else rpm -q --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n'" + quoted_list(touch.packages) +
-         " 2>/dev/null | grep -v 'not installed' > \"$d/packages\" || true; fi\n";
+    s += "else { ";
+    if (!touch.packages.empty()) {
+      s += "rpm -q --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n'" + quoted_list(touch.packages) +
+           " 2>/dev/null | grep -v 'not installed'; ";
+    }
+    if (!touch.package_patterns.empty()) {
+      s += "rpm -qa --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n'" + quoted_list(touch.package_patterns) + " 2>/dev/null; ";
+    }
+    s += "} > \"$d/packages\" || true; fi\n";
   }
   for (const auto& service : touch.services) {
     const std::string unit = q(service + ".service");
@@ -58,6 +66,11 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
   for (const auto& target : touch.mount_targets) {
     s += "if mountpoint -q " + q(target) + " 2>/dev/null; then printf '%s\\t1\\n' " + q(target) +
          "; else printf '%s\\t0\\n' " + q(target) + "; fi >> \"$d/mounts\"\n";
+  }
+  // Each interface's IPv4 addresses, or @@missing for no such interface.
+  for (const auto& interface : touch.interfaces) {
+    s += "if ip link show dev " + q(interface) + " >/dev/null 2>&1; then ip -4 -o addr show dev " + q(interface) +
+         " | awk '{print $4}'; else echo @@missing; fi > \"$d\"/" + q("ipv4." + interface) + "\n";
   }
   if (touch.hostname) s += "cat /proc/sys/kernel/hostname > \"$d/hostname\"\n";
   s += "echo ok > \"$d/complete\"\n";
@@ -83,6 +96,20 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
     s += "v=$(awk -F'\\t' -v k=" + q(key) + " '$1==k {print $2}' \"$d/sysctl\"); [ \"$v\" = @@missing ] || sysctl -q -w " +
          q(key) + "=\"$v\" || fail " + q("sysctl " + key) + "\n";
   }
+  // Interfaces back to exactly the IPv4 addresses they had.
+  for (const auto& interface : touch.interfaces) {
+    const std::string dev = q(interface), saved = "\"$d\"/" + q("ipv4." + interface);
+    s += "if [ -f " + saved + " ] && ! grep -qx @@missing " + saved + " && ip link show dev " + dev +
+         " >/dev/null 2>&1; then\n";
+    // A deleted primary address takes its subnet's secondaries along: an
+    // address already gone is fine, and the saved ones are added after.
+    s += "  for a in $(ip -4 -o addr show dev " + dev + " | awk '{print $4}'); do grep -qxF \"$a\" " + saved +
+         " || ip addr del \"$a\" dev " + dev + " 2>/dev/null || ! ip -4 -o addr show dev " + dev +
+         " | grep -qF \" $a \" || fail \"address $a on \"" + dev + "; done\n";
+    s += "  while read -r a; do [ -z \"$a\" ] || ip addr replace \"$a\" brd + dev " + dev + " || fail \"address $a on \"" +
+         dev + "; done < " + saved + "\n";
+    s += "fi\n";
+  }
   // Command steps' own rollbacks, newest first, after the files are back
   // (they may read the restored configuration) and before packages are
   // purged (they may need the phase's tools: `scontrol delete` needs
@@ -95,33 +122,44 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
     // comment out the closing parenthesis.
     s += "(\n" + *it + "\n) || fail " + q("command rollback failed: " + *it) + "\n";
   }
-  if (!touch.packages.empty()) {
+  if (!touch.packages.empty() || !touch.package_patterns.empty()) {
     // Back to the versions the checkpoint saw: downgrade or upgrade what was
-    // there, purge what was not.
-    s += "if command -v apt-get >/dev/null 2>&1; then export DEBIAN_FRONTEND=noninteractive; install=''; purge=''\n";
-    for (const auto& name : touch.packages) {
-      s += "  v=$(awk -F'\\t' -v n=" + q(name) + " '$1==n {print $2}' \"$d/packages\" 2>/dev/null)\n";
-      s += "  if [ -n \"$v\" ]; then install=\"$install " + q(name) + "=$v\"; elif dpkg-query -W " + q(name) +
-           " >/dev/null 2>&1; then purge=\"$purge " + q(name) + "\"; fi\n";
+    // there, purge what was not. The packages are the phase's names, and
+    // what its patterns match now or matched then (a replaced driver
+    // branch's packages come back, the new branch's go).
+    // Word-split with globbing off and used quoted: a name is never code.
+    std::string plain;
+    for (const auto& name : touch.packages) plain += " " + name;
+    s += "set -f\nnames=" + q(plain) + "\n";
+    if (!touch.package_patterns.empty()) {
+      s += "names=\"$names $(cut -f1 \"$d/packages\" 2>/dev/null) $({ dpkg-query -W -f='${Package}\\n'" +
+           quoted_list(touch.package_patterns) + " || rpm -qa --qf '%{NAME}\\n'" + quoted_list(touch.package_patterns) +
+           "; } 2>/dev/null)\"\n";
     }
+    s += "names=$(printf '%s\\n' $names | sort -u)\n";
+    s += "if command -v apt-get >/dev/null 2>&1; then export DEBIAN_FRONTEND=noninteractive; install=''; purge=''\n";
+    s += "  for n in $names; do\n";
+    s += "    v=$(awk -F'\\t' -v n=\"$n\" '$1==n {print $2}' \"$d/packages\" 2>/dev/null)\n";
+    s += "    if [ -n \"$v\" ]; then install=\"$install $n=$v\"; elif dpkg-query -W -f='${db:Status-Abbrev}' \"$n\" 2>/dev/null | "
+         "grep -q '^.i'; then purge=\"$purge $n\"; fi\n";
+    s += "  done\n";
     s += "  if [ -n \"$purge\" ]; then apt-get purge -y -q --allow-change-held-packages $purge >/dev/null || fail \"purge$purge\"; fi\n";
     s += "  if [ -n \"$install\" ]; then apt-get install -y -q --allow-downgrades --allow-change-held-packages "
          "-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $install >/dev/null || fail "
          "\"install$install\"; fi\n";
     // Holds as the checkpoint saw them.
-    for (const auto& name : touch.packages) {
-      s += "  h=$(awk -F'\\t' -v n=" + q(name) + " '$1==n {print $3}' \"$d/packages\" 2>/dev/null)\n";
-      s += "  if [ \"$h\" = h ]; then apt-mark hold " + q(name) + " >/dev/null; elif dpkg-query -W -f='${db:Status-Abbrev}' " +
-           q(name) + " 2>/dev/null | grep -q '^h'; then apt-mark unhold " + q(name) + " >/dev/null; fi\n";
-    }
+    s += "  for n in $names; do\n";
+    s += "    h=$(awk -F'\\t' -v n=\"$n\" '$1==n {print $3}' \"$d/packages\" 2>/dev/null)\n";
+    s += "    if [ \"$h\" = h ]; then apt-mark hold \"$n\" >/dev/null; elif dpkg-query -W -f='${db:Status-Abbrev}' \"$n\" "
+         "2>/dev/null | grep -q '^h'; then apt-mark unhold \"$n\" >/dev/null; fi\n";
+    s += "  done\n";
     s += "elif command -v dnf >/dev/null 2>&1; then\n";
-    for (const auto& name : touch.packages) {
-      s += "  v=$(awk -F'\\t' -v n=" + q(name) + " '$1==n {print $2}' \"$d/packages\" 2>/dev/null)\n";
-      s += "  if [ -n \"$v\" ]; then dnf install -y -q --allowerasing " + q(name) + "-\"$v\" || fail " +
-           q("dnf install " + name) + "; elif rpm -q " + q(name) + " >/dev/null 2>&1; then dnf remove -y -q " +
-           q(name) + " || fail " + q("dnf remove " + name) + "; fi\n";
-    }
-    s += "fi\n";
+    s += "  for n in $names; do\n";
+    s += "    v=$(awk -F'\\t' -v n=\"$n\" '$1==n {print $2}' \"$d/packages\" 2>/dev/null)\n";
+    s += "    if [ -n \"$v\" ]; then dnf install -y -q --allowerasing \"$n-$v\" || fail \"dnf install $n\"; "
+         "elif rpm -q \"$n\" >/dev/null 2>&1; then dnf remove -y -q \"$n\" || fail \"dnf remove $n\"; fi\n";
+    s += "  done\n";
+    s += "fi\nset +f\n";
   }
   // Unit files and drop-ins may be back to what they were: systemd must
   // read them again before it starts or stops anything.

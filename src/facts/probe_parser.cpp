@@ -2,6 +2,8 @@
 // is optional: a tool that is missing, or prints garbage, leaves its facts
 // absent or null (never guessed), and the planner then says '?' for them.
 
+#include <fnmatch.h>
+
 #include <charconv>
 #include <map>
 #include <algorithm>
@@ -465,7 +467,13 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
     std::vector<std::string> fields;
     std::stringstream in(line);
     for (std::string f; std::getline(in, f, '\t');) fields.push_back(f);
-    if (fields.size() < 3 || !request.packages.count(fields[0])) continue;
+    if (fields.size() < 3) continue;
+    if (!request.packages.count(fields[0])) {
+      // A package a pattern matched: only an installed one is a fact.
+      const bool matched = std::any_of(request.package_patterns.begin(), request.package_patterns.end(),
+                                       [&](const std::string& p) { return ::fnmatch(p.c_str(), fields[0].c_str(), 0) == 0; });
+      if (!matched || fields[1].size() < 2 || fields[1][1] != 'i') continue;
+    }
     // dpkg's db:Status-Abbrev: the wanted action, then the state: "ii " is
     // installed, "hi " installed and held, "rc " removed with its config left.
     const bool installed = fields[1].size() >= 2 && fields[1][1] == 'i';
@@ -473,7 +481,10 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
     if (installed && fields[1][0] == 'h') held.push_back(fields[0]);
   }
   // Holds are dpkg's; on rpm nodes (versionlock) the facts do not say.
-  if (!request.packages.empty() && facts["os"].value("package_manager", "") == "apt") facts["held_packages"] = held;
+  if ((!request.packages.empty() || !request.package_patterns.empty()) &&
+      facts["os"].value("package_manager", "") == "apt") {
+    facts["held_packages"] = held;
+  }
   if (const auto candidates = lines_of(body("package-candidates")); !candidates.empty() && trimmed(candidates.front()) == "@@apt") {
     // apt-cache madison: " NAME | VERSION | SOURCE", newest first.
     json& offered = facts["package_candidates"];

@@ -59,14 +59,24 @@ std::string probe_script(const FactsRequest& request) {
     s += "m sysctl " + shell_quote(key) + "; cat " + shell_quote("/proc/sys/" + path) +
          " 2>/dev/null || echo @@missing\n";
   }
-  if (!request.packages.empty()) {
-    std::string names;
+  if (!request.packages.empty() || !request.package_patterns.empty()) {
+    std::string names, patterns;
     for (const auto& p : request.packages) names += " " + shell_quote(p);
+    for (const auto& p : request.package_patterns) patterns += " " + shell_quote(p);
     s += "m packages\n";
+    // dpkg-query reads names and patterns alike; rpm -q takes names only,
+    // rpm -qa patterns.
     s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
-         names + " 2>/dev/null\n";
-    s += "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names +
-         " 2>/dev/null | grep -v 'is not installed'; fi\n";
+         names + patterns + " 2>/dev/null\n";
+    s += "elif command -v rpm >/dev/null 2>&1; then ";
+    if (!names.empty()) {
+      s += "rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names + " 2>/dev/null | grep -v 'is not installed'";
+    }
+    if (!patterns.empty()) {
+      s += std::string(names.empty() ? "" : "; ") + "rpm -qa --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + patterns +
+           " 2>/dev/null";
+    }
+    s += "; fi\n";
   }
   if (!request.versioned_packages.empty()) {
     std::string names;

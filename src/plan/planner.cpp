@@ -152,6 +152,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
   NodePlan result;
   result.node = node.name;
   result.address = node.address;
+  for (const auto& [interface, cidr] : node.compute_addresses) result.own_values.emplace_back("{" + interface + ".address}", cidr);
   if (!facts) {
     result.status = NodeStatus::Unreachable;
     result.message = "no facts for this node";

@@ -149,6 +149,29 @@ void derive_kubernetes_join(nlohmann::json& settings) {
   k8s["taints_json"] = taint_objects.dump();
 }
 
+// Compute interfaces as the rdma playbook's configuration files need them:
+// the [Link] settings of a systemd-networkd .network file and those of a
+// NetworkManager keyfile (empty when the spec gives no MTU: then the MTU is
+// left alone), and the keyfile's connection type.
+void derive_compute_interfaces(nlohmann::json& settings) {
+  auto* network = settings.is_object() && settings.contains("network") ? &settings["network"] : nullptr;
+  if (!network || !network->is_object() || !network->contains("compute_interfaces")) return;
+  auto& interfaces = (*network)["compute_interfaces"];
+  if (!interfaces.is_array()) return;
+  const bool infiniband = network->contains("rdma") && (*network)["rdma"].is_object() &&
+                          (*network)["rdma"].value("kind", "") == "infiniband";
+  for (auto& interface : interfaces) {
+    if (!interface.is_object()) continue;
+    interface["networkd_link"] = nlohmann::json::object();
+    interface["nm_link"] = nlohmann::json::object();
+    if (interface.contains("mtu") && interface["mtu"].is_number_integer()) {
+      interface["networkd_link"]["MTUBytes"] = interface["mtu"];
+      interface["nm_link"]["mtu"] = interface["mtu"];
+    }
+    interface["nm_type"] = infiniband ? "infiniband" : "ethernet";
+  }
+}
+
 }  // namespace
 
 nlohmann::json playbook_variables(const ClusterSpec& spec, const NodeSpec& node) {
@@ -156,6 +179,7 @@ nlohmann::json playbook_variables(const ClusterSpec& spec, const NodeSpec& node)
   derive_slurm_registration(vars);
   derive_kubernetes_join(vars);
   derive_rdma_qos(vars);
+  derive_compute_interfaces(vars);
   vars["gpuexpand"] = {{"acceptance_reservation", acceptance_reservation(node.name)},
                        {"acceptance_record", kAcceptanceRecordPath}};
   // Always a list: a spec that drops its last source must still prune it.

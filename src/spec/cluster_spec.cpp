@@ -41,6 +41,15 @@ nlohmann::json node_variables(const ClusterSpec& spec, const NodeSpec& node) {
   nlohmann::json vars = node.settings ? *node.settings : nlohmann::json::object();
   vars["node"] = {{"name", node.name}, {"address", node.address}, {"rack", node.rack}, {"groups", node.groups}};
   vars["cluster"] = {{"name", spec.cluster_name}};
+  if (!node.compute_addresses.empty() && vars.contains("network") && vars["network"].is_object() &&
+      vars["network"].contains("compute_interfaces") && vars["network"]["compute_interfaces"].is_array()) {
+    for (auto& interface : vars["network"]["compute_interfaces"]) {
+      if (!interface.is_object() || !interface.contains("name") || !interface["name"].is_string()) continue;
+      for (const auto& [name, cidr] : node.compute_addresses) {
+        if (name == interface["name"].get<std::string>()) interface["address"] = cidr;
+      }
+    }
+  }
   return vars;
 }
 

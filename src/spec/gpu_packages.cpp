@@ -10,6 +10,7 @@ namespace {
 struct Preset {
   const char* source;
   const char* driver;
+  const char* driver_meta;  // installed at the driver's version beside it ("" for none)
   const char* cuda;
   const char* fabric_manager;
   const char* container_toolkit;
@@ -18,16 +19,32 @@ struct Preset {
 };
 
 // NVIDIA's CUDA repositories (developer.download.nvidia.com/compute/cuda/repos/):
-// Debian/Ubuntu put the branch in the names; the RHEL repositories ship the
-// driver as the nvidia-driver module, one stream per branch.
+// the Ubuntu ones put the branch in the driver's names (nvidia-driver-550
+// 550.90.07-0ubuntu1), the Debian ones do not (nvidia-driver 550.90.07-1);
+// both have the cuda-drivers-BRANCH metapackage, whose dependencies are
+// lower bounds only, so the driver package itself is what pins the
+// version (tests/fixtures/nvidia-repo/SOURCES.md). The RHEL repositories
+// ship the driver as the nvidia-driver module, one stream per branch.
 const Preset kPresets[] = {
-    {"distribution", "nvidia-driver", "cuda-toolkit", "nvidia-fabricmanager", "nvidia-container-toolkit",
+    {"distribution", "nvidia-driver", "", "cuda-toolkit", "nvidia-fabricmanager", "nvidia-container-toolkit",
      "datacenter-gpu-manager", false},
-    {"nvidia-cuda-repo", "cuda-drivers-{branch}", "cuda-toolkit-{major}-{minor}", "nvidia-fabricmanager-{branch}",
-     "nvidia-container-toolkit", "datacenter-gpu-manager", false},
-    {"nvidia-cuda-repo-rhel", "nvidia-driver", "cuda-toolkit-{major}-{minor}", "nvidia-fabric-manager",
+    {"nvidia-cuda-repo", "nvidia-driver-{branch}", "cuda-drivers-{branch}", "cuda-toolkit-{major}-{minor}",
+     "nvidia-fabricmanager-{branch}", "nvidia-container-toolkit", "datacenter-gpu-manager", false},
+    {"nvidia-cuda-repo-debian", "nvidia-driver", "cuda-drivers-{branch}", "cuda-toolkit-{major}-{minor}",
+     "nvidia-fabricmanager-{branch}", "nvidia-container-toolkit", "datacenter-gpu-manager", false},
+    {"nvidia-cuda-repo-rhel", "nvidia-driver", "", "cuda-toolkit-{major}-{minor}", "nvidia-fabric-manager",
      "nvidia-container-toolkit", "datacenter-gpu-manager", true},
 };
+
+// A name pattern with the branch in it replaces the other branches'
+// packages of that name: "cuda-drivers-{branch}" -> "cuda-drivers-[0-9]*".
+std::string other_branches(const std::string& pattern) {
+  const auto at = pattern.find("{branch}");
+  if (at == std::string::npos) return "";
+  std::string glob = pattern;
+  glob.replace(at, 8, "[0-9]*");
+  return glob.find('{') == std::string::npos ? glob : "";
+}
 
 const Preset& preset_named(const std::string& source) {
   for (const auto& p : kPresets) {
@@ -101,12 +118,14 @@ void derive_gpu_packages(nlohmann::json& settings, const GpuPackageCheck& check)
   };
   const Wanted wanted[] = {
       {"driver", preset.driver, driver_version, !driver_version.empty()},
+      {"driver_meta", preset.driver_meta, driver_version, !driver_version.empty()},
       {"cuda", preset.cuda, cuda_version, !cuda_version.empty()},
       {"fabric_manager", preset.fabric_manager, driver_version, flag_at(*gpu, "fabric_manager")},
       {"container_toolkit", preset.container_toolkit, driver_version, flag_at(*gpu, "container_toolkit")},
       {"dcgm", preset.dcgm, driver_version, flag_at(*gpu, "dcgm")},
   };
   nlohmann::json names = nlohmann::json::object();
+  nlohmann::json replaces = {{"driver", nlohmann::json::array()}, {"fabric_manager", nlohmann::json::array()}};
   for (const auto& w : wanted) {
     std::string pattern = w.preset_name, from = "/gpu/source";
     if (std::string(w.key) == "driver" && gpu->contains("driver_package") && (*gpu)["driver_package"].is_string()) {
@@ -117,6 +136,7 @@ void derive_gpu_packages(nlohmann::json& settings, const GpuPackageCheck& check)
       pattern = overrides[w.key].get<std::string>();
       from = std::string("/gpu/packages/") + w.key;
     }
+    if (pattern.empty()) continue;  // a preset without this package
     const auto expanded = expand_package_name(pattern, w.version);
     if (!expanded.error.empty()) {
       // Only a package the phase will install needs a name it can build.
@@ -128,8 +148,22 @@ void derive_gpu_packages(nlohmann::json& settings, const GpuPackageCheck& check)
       continue;
     }
     names[w.key] = expanded.name;
+    const std::string key = w.key;
+    if (const std::string glob = other_branches(pattern); !glob.empty() && (key == "driver" || key == "driver_meta")) {
+      replaces["driver"].push_back(glob);
+    } else if (!glob.empty() && key == "fabric_manager") {
+      replaces["fabric_manager"].push_back(glob);
+    }
   }
   (*gpu)["package_names"] = names;
+  // What the driver step installs, and what other branches' packages the
+  // driver and fabric manager steps replace.
+  nlohmann::json driver_packages = nlohmann::json::array();
+  for (const char* key : {"driver", "driver_meta"}) {
+    if (names.contains(key)) driver_packages.push_back(names[key]);
+  }
+  (*gpu)["driver_packages"] = driver_packages;
+  (*gpu)["package_replaces"] = replaces;
   if (preset.module_streams && !driver_version.empty()) {
     (*gpu)["module_stream"] = {{"name", "nvidia-driver"}, {"stream", components(driver_version).front() + "-dkms"}};
   }

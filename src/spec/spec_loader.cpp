@@ -16,6 +16,7 @@
 #include "gpuexpand/spec/local_files.hpp"
 #include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
+#include "compute_addresses.hpp"
 #include "derived_settings.hpp"
 #include "inline_secrets.hpp"
 #include "gpu_packages.hpp"
@@ -26,7 +27,7 @@ namespace {
 
 // Keys of a node entry that say which nodes it means; everything else in
 // the entry is a settings override.
-const char* const kEntryKeys[] = {"hosts", "addresses", "name", "address", "rack", "groups"};
+const char* const kEntryKeys[] = {"hosts", "addresses", "name", "address", "compute_addresses", "rack", "groups"};
 
 const nlohmann::json* member(const nlohmann::json& object, const char* key) {
   if (!object.is_object()) return nullptr;
@@ -67,7 +68,12 @@ nlohmann::json settings_layer(const nlohmann::json& object, bool is_entry) {
 class SpecBuilder {
  public:
   SpecBuilder(const YamlDocument& doc, std::vector<Diagnostic>& diagnostics)
-      : doc_(doc), root_(doc.root), diagnostics_(diagnostics) {}
+      : doc_(doc),
+        root_(doc.root),
+        diagnostics_(diagnostics),
+        compute_addresses_([this](const std::string& pointer, const std::string& message, bool at_key) {
+          error(pointer, message, at_key);
+        }) {}
 
   std::unordered_map<std::string, std::string> local_digests_;  // path -> SHA-256, "" when unreadable
 
@@ -86,6 +92,9 @@ class SpecBuilder {
     if (entries && entries->is_array()) {
       for (size_t i = 0; i < entries->size(); ++i) expand_entry((*entries)[i], i, spec.nodes);
     }
+    std::map<std::string, std::pair<size_t, int>> management;
+    for (const auto& [address, seen] : seen_addresses_) management.emplace(address, std::make_pair(seen.entry, seen.line));
+    compute_addresses_.check_against_management(management);
     spec.local_file_digests.insert(local_digests_.begin(), local_digests_.end());
     return spec;
   }
@@ -239,6 +248,10 @@ class SpecBuilder {
     auto shared = effective_settings(entry, pointer, rack, rack_layer, group_layers);
     const SourceLocation where = doc_.value_location(pointer + (hosts ? "/hosts" : "/name"));
     check_duplicates(names, addrs, index, where, pointer, hosts.has_value());
+    const std::string management_pointer =
+        pointer + (hosts ? (addresses ? "/addresses" : "/hosts") : (address ? "/address" : "/name"));
+    auto compute = compute_addresses_.resolve(
+        {entry, pointer, names, addrs, management_pointer, *shared, index, where.line});
     // Grow geometrically: reserving exactly per entry would copy every node
     // again for each of 10,000 single-node entries.
     if (nodes.capacity() < nodes.size() + names.size()) nodes.reserve(std::max(nodes.size() + names.size(), 2 * nodes.capacity()));
@@ -251,6 +264,7 @@ class SpecBuilder {
       node.settings = shared;
       node.entry_index = index;
       node.where = where;
+      node.compute_addresses = std::move(compute[k]);
       nodes.push_back(std::move(node));
     }
   }
@@ -479,6 +493,9 @@ class SpecBuilder {
 
   template <class At>
   void check_network(const nlohmann::json& network, At at) {
+    check_compute_interface_addresses(network, at, [&](const std::string& pointer, const std::string& message) {
+      if (reported_.insert(pointer + "\n" + message).second) error(pointer, message);
+    });
     std::unordered_map<std::string, size_t> interfaces;
     if (const auto* list = member(network, "compute_interfaces"); list && list->is_array()) {
       for (size_t j = 0; j < list->size(); ++j) {
@@ -545,6 +562,7 @@ class SpecBuilder {
   std::unordered_map<std::string, std::shared_ptr<const nlohmann::json>> shared_settings_;
   std::unordered_map<std::string, Seen> seen_names_;
   std::unordered_map<std::string, Seen> seen_addresses_;
+  ComputeAddressBook compute_addresses_;
 };
 
 // A null inside a settings layer (racks, groups, node entries) means

@@ -18,6 +18,7 @@
   X(sysctl)                     \
   X(kernel_module)              \
   X(mount)                      \
+  X(address)                    \
   X(command)                    \
   X(reboot)                     \
   X(acceptance)

@@ -1,7 +1,10 @@
 // package: packages installed (at a version) or absent, through apt or dnf.
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <optional>
+#include <regex>
 
 #include "gpuexpand/steps/decision.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -12,9 +15,22 @@ namespace {
 
 class Package final : public StepKind {
  public:
-  Package() : StepKind("package", {"names"}, {"version", "state", "hold"}) {}
+  Package() : StepKind("package", {"names"}, {"version", "state", "hold", "replaces"}) {}
 
-  Result<void> check_rendered(const json& params) const override { return need_names(params); }
+  Result<void> check_rendered(const json& params) const override {
+    if (auto names = need_names(params); !names) return names;
+    if (!params.contains("replaces") || params["replaces"].is_null()) return {};
+    if (!params["replaces"].is_array()) return make_error("'replaces' must be a list of package name patterns");
+    // dpkg-query and rpm read these as shell-style patterns of names.
+    static const std::regex pattern("^[a-z0-9][a-z0-9+.*?\\[\\]-]*$");
+    for (const auto& p : params["replaces"]) {
+      if (!p.is_string() || !std::regex_match(p.get<std::string>(), pattern)) {
+        return make_error("'replaces': " + p.dump() + " is not a package name pattern (like cuda-drivers-[0-9]*)");
+      }
+    }
+    if (param_text(params, "state", "present") == "absent") return make_error("'replaces' goes with state: present");
+    return {};
+  }
 
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
     const bool absent = param_text(step.params, "state", "present") == "absent";
@@ -22,6 +38,7 @@ class Package final : public StepKind {
       request.packages.insert(name);
       if (!version.empty() && !absent) request.versioned_packages.insert(name);
     }
+    for (const auto& p : replaced_patterns(step.params)) request.package_patterns.insert(p);
   }
 
   void decide(const StepInstance& step, const json& facts, Decision& d) const override {
@@ -60,11 +77,27 @@ class Package final : public StepKind {
         }
       }
     }
+    // Installed packages the step replaces (another driver branch's).
+    if (packages && state != "absent") {
+      for (const auto& name : replaced_installed(step.params, *packages)) {
+        d.add(ChangeAction::Remove, "package " + name,
+              (*packages)[name].get<std::string>() + " installed, replaced by " + joined_names(step.params));
+      }
+    }
   }
 
   void predict(const ResolvedStep& step, json& facts) const override {
     const bool absent = param_text(step.params, "state", "present") == "absent";
     const auto hold = absent ? std::optional<bool>(false) : hold_wanted(step.params);
+    if (!absent && facts.contains("packages") && facts["packages"].is_object()) {
+      for (const auto& name : replaced_installed(step.params, facts["packages"])) {
+        facts["packages"][name] = nullptr;
+        if (facts.contains("held_packages") && facts["held_packages"].is_array()) {
+          json& held = facts["held_packages"];
+          held.erase(std::remove(held.begin(), held.end(), json(name)), held.end());
+        }
+      }
+    }
     for (const auto& [name, version] : wanted_versions(step.params)) {
       if (hold && facts.contains("held_packages") && facts["held_packages"].is_array()) {
         json& held = facts["held_packages"];
@@ -89,6 +122,7 @@ class Package final : public StepKind {
     for (const auto& n : step.params.value("names", json::array())) {
       if (n.is_string()) touch.packages.insert(n.get<std::string>().substr(0, n.get<std::string>().find('=')));
     }
+    for (const auto& p : replaced_patterns(step.params)) touch.package_patterns.insert(p);
   }
 
   bool installs_packages() const override { return true; }
@@ -100,8 +134,9 @@ class Package final : public StepKind {
       for (const auto& [name, _] : wanted) names.push_back(name);
       return ActionCommand{remove_packages_command(names, context.package_manager), ""};
     }
+    const auto replaces = replaced_patterns(step.params);
     std::string command = install_packages_command(wanted, context.package_manager, context.refresh_package_index,
-                                                   hold_wanted(step.params).has_value());
+                                                   hold_wanted(step.params).has_value(), replaces);
     if (const auto hold = hold_wanted(step.params)) {
       std::vector<std::string> names;
       for (const auto& [name, _] : wanted) names.push_back(name);
@@ -111,6 +146,42 @@ class Package final : public StepKind {
   }
 
  private:
+  static std::vector<std::string> replaced_patterns(const json& params) {
+    std::vector<std::string> out;
+    if (params.contains("replaces") && params["replaces"].is_array()) {
+      for (const auto& p : params["replaces"]) {
+        if (p.is_string()) out.push_back(p.get<std::string>());
+      }
+    }
+    return out;
+  }
+
+  // Installed packages (in `packages`, the facts' map) matching a pattern
+  // of the step's `replaces`, other than the ones it installs.
+  static std::vector<std::string> replaced_installed(const json& params, const json& packages) {
+    std::vector<std::string> out;
+    const auto patterns = replaced_patterns(params);
+    if (patterns.empty() || !packages.is_object()) return out;
+    std::vector<std::string> wanted;
+    for (const auto& [name, _] : wanted_versions(params)) wanted.push_back(name);
+    for (const auto& [name, version] : packages.items()) {
+      if (!version.is_string() || std::find(wanted.begin(), wanted.end(), name) != wanted.end()) continue;
+      for (const auto& p : patterns) {
+        if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) {
+          out.push_back(name);
+          break;
+        }
+      }
+    }
+    return out;
+  }
+
+  static std::string joined_names(const json& params) {
+    std::string out;
+    for (const auto& [name, _] : wanted_versions(params)) out += (out.empty() ? "" : ", ") + name;
+    return out;
+  }
+
   // `hold` given: true holds, false releases; absent: holds are left alone.
   static std::optional<bool> hold_wanted(const json& params) {
     if (!params.contains("hold") || params["hold"].is_null()) return std::nullopt;
@@ -181,7 +252,8 @@ std::string version_select_awk(const std::string& wanted, int field) {
 }
 
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
-                                     PackageManager manager, bool refresh_index, bool change_held) {
+                                     PackageManager manager, bool refresh_index, bool change_held,
+                                     const std::vector<std::string>& replaces) {
   // Versions are resolved on the node, newest matching first: "550" is the
   // newest 550.x the sources offer, "550.90.07" is "550.90.07-1" there.
   std::string command;
@@ -195,8 +267,17 @@ std::string install_packages_command(const std::vector<std::pair<std::string, st
                var + "=" + shell_quote(name + joiner) + "\"$v\"; ";
     list += " \"$" + var + "\"";
   };
+  // The installed packages `replaces` matches, other than the ones
+  // installed here, in $r: removed in the same transaction (apt's NAME-)
+  // or right after (dnf).
+  std::string patterns, keep;
+  for (const auto& p : replaces) patterns += " " + shell_quote(p);
+  for (const auto& [name, _] : name_and_version) keep += " -e " + shell_quote(name);
   if (manager == PackageManager::Dnf) {
     if (refresh_index) command += "dnf makecache -q || exit $?; ";
+    if (!replaces.empty()) {
+      command += "r=$(rpm -qa --qf '%{NAME}\\n'" + patterns + " 2>/dev/null | grep -vxF" + keep + "); ";
+    }
     for (const auto& [name, version] : name_and_version) {
       if (version.empty()) {
         list += " " + shell_quote(name);
@@ -214,7 +295,9 @@ std::string install_packages_command(const std::vector<std::pair<std::string, st
       for (const auto& [name, _] : name_and_version) names += " " + shell_quote(name);
       command += "dnf -q versionlock delete" + names + " >/dev/null 2>&1; ";
     }
-    return command + "dnf install -y -q --allowerasing" + list;
+    command += "dnf install -y -q --allowerasing" + list;
+    if (!replaces.empty()) command += " && { [ -z \"$r\" ] || dnf remove -y -q $r; }";
+    return command;
   }
   command = "export DEBIAN_FRONTEND=noninteractive; ";
   if (refresh_index) command += "apt-get update -q >/dev/null || exit $?; ";
@@ -226,11 +309,23 @@ std::string install_packages_command(const std::vector<std::pair<std::string, st
     // apt-cache madison lists a package's versions newest first.
     resolve(name, version, "apt-cache madison " + shell_quote(name), 2, "=");
   }
-  // A step that manages holds may move its own held packages; any other
-  // step stops at a package someone held ("Held packages were changed").
+  if (!replaces.empty()) {
+    command += "r=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n'" + patterns +
+               " 2>/dev/null | awk '$2 ~ /^.i/ {print $1 \"-\"}' | grep -vxF" +
+               [&] {
+                 std::string minus;
+                 for (const auto& [name, _] : name_and_version) minus += " -e " + shell_quote(name + "-");
+                 return minus;
+               }() +
+               "); ";
+    list += " $r";
+  }
+  // A step that manages holds may move its own held packages, and one that
+  // replaces packages may remove held ones; any other step stops at a
+  // package someone held ("Held packages were changed").
   return command + "apt-get install -y -q --allow-downgrades " +
-         (change_held ? "--allow-change-held-packages " : "") + "-o Dpkg::Options::=--force-confdef " +
-         "-o Dpkg::Options::=--force-confold" + list;
+         (change_held || !replaces.empty() ? "--allow-change-held-packages " : "") +
+         "-o Dpkg::Options::=--force-confdef " + "-o Dpkg::Options::=--force-confold" + list;
 }
 
 std::string hold_packages_command(const std::vector<std::string>& names, bool hold, PackageManager manager) {

@@ -5,10 +5,15 @@ namespace gpuexpand {
 using nlohmann::json;
 
 json PhaseTouch::to_json() const {
-  return {{"files", files},         {"directories", directories}, {"packages", packages},
+  json manifest = {{"files", files},         {"directories", directories}, {"packages", packages},
           {"services", services},   {"sysctl", sysctl_keys},      {"mounts", mount_targets},
           {"hostname", hostname},   {"command_rollbacks", command_rollbacks},
           {"controller_rollbacks", controller_rollbacks}};
+  // Only when there are some: manifests of phases without address steps
+  // stay as they were.
+  if (!interfaces.empty()) manifest["interfaces"] = interfaces;
+  if (!package_patterns.empty()) manifest["package_patterns"] = package_patterns;
+  return manifest;
 }
 
 PhaseTouch PhaseTouch::from_json(const json& m) {
@@ -26,6 +31,8 @@ PhaseTouch PhaseTouch::from_json(const json& m) {
   touch.services = set_of("services");
   touch.sysctl_keys = set_of("sysctl");
   touch.mount_targets = set_of("mounts");
+  touch.interfaces = set_of("interfaces");
+  touch.package_patterns = set_of("package_patterns");
   touch.hostname = m.value("hostname", false);
   for (const auto& v : m.value("command_rollbacks", json::array())) {
     if (v.is_string()) touch.command_rollbacks.push_back(v.get<std::string>());
@@ -37,8 +44,8 @@ PhaseTouch PhaseTouch::from_json(const json& m) {
 }
 
 bool PhaseTouch::empty() const {
-  return files.empty() && directories.empty() && packages.empty() && services.empty() && sysctl_keys.empty() &&
-         mount_targets.empty() && !hostname && command_rollbacks.empty() && controller_rollbacks.empty();
+  return files.empty() && directories.empty() && packages.empty() && package_patterns.empty() && services.empty() && sysctl_keys.empty() &&
+         mount_targets.empty() && interfaces.empty() && !hostname && command_rollbacks.empty() && controller_rollbacks.empty();
 }
 
 }  // namespace gpuexpand

@@ -53,10 +53,24 @@ std::string node_body(const NodePlan& node, const PlanTextOptions& options, bool
     for (const auto& change : phase.changes) body += change_line(change, options) + "\n";
   }
   if (abstract) {
+    // The longer values first: a compute address may contain the
+    // management address ("10.40.1.1" in "10.40.1.11/24" is no token, but
+    // "10.40.1.1/24" has it as one).
+    for (const auto& [placeholder, value] : node.own_values) body = replace_token(body, value, placeholder);
     body = replace_token(body, node.node, "{node.name}");
     if (node.address != node.node) body = replace_token(body, node.address, "{node.address}");
   }
   return body;
+}
+
+// What the placeholders of a folded group mean, for its header.
+std::string placeholders_note(const NodePlan& first, const std::string& body) {
+  for (const auto& [placeholder, _] : first.own_values) {
+    if (body.find(placeholder) != std::string::npos) {
+      return "{node.name}, {node.address} and {INTERFACE.address} stand for each node's own";
+    }
+  }
+  return "{node.name} and {node.address} stand for each node's own";
 }
 
 }  // namespace
@@ -113,8 +127,8 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     const bool several = group.names.size() > 1;
     if (!group.body.empty()) {
       if (several) {
-        out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) +
-               " nodes, same plan; {node.name} and {node.address} stand for each node's own)\n";
+        out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) + " nodes, same plan; " +
+               placeholders_note(*group.first, group.body) + ")\n";
         out += group.body;
       } else {
         // A single node is shown with its real values.

@@ -34,6 +34,11 @@ for n in node-01 node-02 node-03; do
     "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
   check "$n: 8 GPUs" on "$n" 8 "nvidia-smi -L | wc -l"
   check "$n: compute interface MTU 9000" on "$n" 9000 "cat /sys/class/net/eth1/mtu"
+  i=$((10#${n#node-}))
+  check "$n: eth1 has exactly the spec's compute address" on "$n" "198.18.1.$((10 + i))/24" \
+    "ip -4 -o addr show dev eth1 | awk '{print \$4}'"
+  check "$n: the address persisted for systemd-networkd with the MTU" on "$n" "MTUBytes=9000 Address=198.18.1.$((10 + i))/24" \
+    "echo \$(grep -E '^(MTUBytes|Address)=' /etc/systemd/network/60-gpuexpand-eth1.network)"
   check "$n: /mnt/shared in fstab" sshn "$n" "grep -q ' /mnt/shared fuse.sshfs ' /etc/fstab"
   check "$n: /mnt/shared mounted" sshn "$n" "mountpoint -q /mnt/shared"
   check "$n: the checkpoint directory inside the mount" sshn "$n" "test -d /mnt/shared/checkpoints"
@@ -48,6 +53,9 @@ for n in node-01 node-02 node-03; do
     "gpuexpand-gxlab.sources Signed-By: /etc/apt/keyrings/gpuexpand-gxlab.gpg" \
     "echo \$(ls /etc/apt/sources.list.d) \$(grep -E '^(Signed-By|Trusted):' /etc/apt/sources.list.d/gpuexpand-gxlab.sources)"
 done
+network=$("$gx" status --state "$state" --output json | jq -r '.checks[][] | select(.check == "network") | "\(.node) \(.status) \(.detail)"')
+check "first apply: each node pinged a peer's spec address over eth1, 9000 bytes unfragmented" \
+  test "$(grep -cE '^node-0[1-3] pass .*9000-byte packets reach 198\.18\.1\.1[1-3] unfragmented' <<<"$network")" -eq 3
 check "first apply: the multi-node job ran over the three nodes" \
   grep -q "acceptance  pass multinode: one job ran on 3 nodes" <<<"$out"
 check "no acceptance hold left" on node-01 "No reservations in the system" "scontrol show reservation"
@@ -260,8 +268,10 @@ check "  store consistent" test "$(sqlite3 "$state" 'pragma integrity_check')" =
 # reaches --max-fail 1, so node-03 is not started.
 converged "$work/lab.yaml" node-02
 spec_with "$work/partial.yaml" 'del(.rollout) | .nodes = [
-  {name: "node-01", address: "198.18.0.11", os: {packages: [.defaults.os.packages[], "no-such-package-gx"]}},
-  {name: "node-02", address: "198.18.0.12"}, {name: "node-03", address: "198.18.0.13"}]'
+  {name: "node-01", address: "198.18.0.11", compute_addresses: {eth1: "198.18.1.11/24"},
+   os: {packages: [.defaults.os.packages[], "no-such-package-gx"]}},
+  {name: "node-02", address: "198.18.0.12", compute_addresses: {eth1: "198.18.1.12/24"}},
+  {name: "node-03", address: "198.18.0.13", compute_addresses: {eth1: "198.18.1.13/24"}}]'
 gxrun apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
 check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
 check "  it stops at --max-fail and says so" \
@@ -315,6 +325,8 @@ check "gpu-driver undone: no nvidia-driver package" on node-01 absent \
   "dpkg-query -W -f='\${db:Status-Abbrev}' nvidia-driver 2>/dev/null | grep -q '^ii' && echo present || echo absent"
 check "rdma undone: MTU back to 1500" on node-01 1500 "cat /sys/class/net/eth1/mtu"
 check "rdma undone: .network file gone" on node-01 gone "test -e /etc/systemd/network/60-gpuexpand-eth1.network && echo there || echo gone"
+check "rdma undone: eth1 has no IPv4 address again" on node-01 none \
+  "a=\$(ip -4 -o addr show dev eth1); echo \${a:-none}"
 check "storage undone: not mounted, not in fstab" on node-01 "0 no" \
   "echo \$(grep -c /mnt/shared /etc/fstab) \$(mountpoint -q /mnt/shared && echo yes || echo no)"
 check "monitoring undone: no node exporter" on node-01 absent \

@@ -108,11 +108,17 @@ for n in "${nodes[@]}"; do
   ok "$n: ssh root@$addr with strict host key checking (hostname $hn)"
   hostnames+=("$hn")
   check "$n: eth0 is $addr/24" sshn "$addr" "ip -4 -o addr show dev eth0 | grep -q ' $addr/24 '"
-  check "$n: eth1 is 198.18.1.$((10 + idx))/24" sshn "$addr" "ip -4 -o addr show dev eth1 | grep -q ' 198.18.1.$((10 + idx))/24 '"
   if [[ $hn == srv-* ]]; then
-    # Untouched by gpuexpand: must look like a server out of the factory.
+    # Untouched by gpuexpand: must look like a server out of the factory,
+    # its compute interface cabled but not configured.
     check "$n: bare (no chrony/timesyncd, slurmd, munge, driver; eth1 MTU 1500)" sshn "$addr" \
       '! dpkg -s chrony systemd-timesyncd slurmd munge nvidia-driver prometheus-node-exporter sshfs >/dev/null 2>&1 && ! pgrep -x slurmd >/dev/null && test "$(cat /sys/class/net/eth1/mtu)" = 1500'
+    check "$n: eth1 has no IPv4 address and is down (gpuexpand configures it)" sshn "$addr" \
+      'test -z "$(ip -4 -o addr show dev eth1)" && ip -o link show dev eth1 | grep -q "state DOWN"'
+  else
+    # Applied (or rolled back) by an earlier test: the spec's address or none.
+    check "$n: eth1 has the spec's compute address 198.18.1.$((10 + idx))/24 or none" sshn "$addr" \
+      "a=\$(ip -4 -o addr show dev eth1 | awk '{print \$4}'); [ -z \"\$a\" ] || [ \"\$a\" = 198.18.1.$((10 + idx))/24 ]"
   fi
 done
 check "every node has its own hostname" test "$(printf '%s\n' "${hostnames[@]}" | sort -u | wc -l)" == "${#nodes[@]}"
@@ -151,8 +157,18 @@ check "${nodes[0]}: reaches ctl over SSH with its own root key (sshfs storage pr
   sshn "$first" 'ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o ConnectTimeout=5 root@198.18.0.10 test -d /srv/shared'
 check "${nodes[0]}: /dev/fuse is present (sshfs)" sshn "$first" 'test -c /dev/fuse'
 if ((${#nodes[@]} > 1)); then
-  peer=198.18.1.$((10 + 10#${nodes[1]#node-}))
-  check "${nodes[0]} -> ${nodes[1]} over the compute network ($peer)" sshn "$first" "timeout 3 bash -c '</dev/tcp/$peer/22'"
+  # The compute network carries traffic between nodes: checked with
+  # addresses of its own in 198.18.1.200+ (never a node's), removed again.
+  second=198.18.0.$((10 + 10#${nodes[1]#node-}))
+  sshn "$first" 'ip link set eth1 up && ip addr add 198.18.1.201/24 dev eth1' &&
+    sshn "$second" 'ip link set eth1 up && ip addr add 198.18.1.202/24 dev eth1'
+  check "${nodes[0]} -> ${nodes[1]} over the compute network (eth1, 198.18.1.202)" sshn "$first" \
+    "timeout 3 bash -c '</dev/tcp/198.18.1.202/22'"
+  for a in "$first 201" "$second 202"; do
+    # shellcheck disable=SC2086
+    set -- $a
+    sshn "$1" "ip addr del 198.18.1.$2/24 dev eth1; [ -n \"\$(ip -4 -o addr show dev eth1)\" ] || ip link set eth1 down"
+  done
 fi
 
 check "ctl: sinfo answers" sshn 198.18.0.10 'sinfo -h -o %P | grep -q gpu'

@@ -163,6 +163,17 @@ TEST(Acceptance, PingPeersComeFromOtherNodesFacts) {
   EXPECT_EQ(peers, (PingPeers{{"eth1", "198.18.1.12"}}));
 }
 
+// An interface with an address of its own pings a peer in its subnet:
+// on a fabric of one subnet per rail, another rail's address is no peer.
+TEST(Acceptance, PingPeersShareTheInterfacesSubnet) {
+  json settings = {{"interfaces", {{{"name", "ib0"}, {"address", "10.100.1.1/16"}}}}};
+  json other_rail = {{"network", {{"interfaces", {{{"name", "ib0"}, {"addresses", {"10.101.1.2/16"}}}}}}}};
+  json itself = {{"network", {{"interfaces", {{{"name", "ib0"}, {"addresses", {"10.100.1.1/16"}}}}}}}};
+  json peer = {{"network", {{"interfaces", {{{"name", "ib0"}, {"addresses", {"10.9.0.1/8", "10.100.7.3/16"}}}}}}}};
+  EXPECT_EQ(ping_peers(settings, {&other_rail, &itself, &peer}), (PingPeers{{"ib0", "10.100.7.3"}}));
+  EXPECT_TRUE(ping_peers(settings, {&other_rail}).empty());
+}
+
 // The script, run through /bin/sh with stand-in tools.
 class AcceptanceScript : public ::testing::Test {
  protected:

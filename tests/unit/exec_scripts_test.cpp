@@ -222,6 +222,75 @@ TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
   run_sh("rm -rf " + base);
 }
 
+// A step that replaces another driver branch: the checkpoint saves what
+// its patterns match, the restore purges the new branch and puts the old
+// one back, held as it was. apt and dpkg are stand-ins reading a status
+// file, so what the scripts ask of them is what is checked.
+TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
+  const std::string base = "/tmp/gpx-replace-" + std::to_string(::getpid());
+  run_sh("rm -rf " + base + " && mkdir -p " + base + "/bin");
+  std::ofstream(base + "/bin/dpkg-query") <<
+      "#!/bin/sh\n"
+      "# dpkg-query -W [-f=FORMAT] NAME|PATTERN...: lines of the status file that match\n"
+      "shift; f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'\n"
+      "case $1 in -f=*) f=${1#-f=}; shift ;; esac\n"
+      "rc=1\n"
+      "for p in \"$@\"; do while IFS='\t' read -r n st v; do case $n in $p)\n"
+      "  rc=0; printf \"$(printf '%s' \"$f\" | sed -e \"s/\\${Package}/$n/\" -e \"s/\\${db:Status-Abbrev}/$st/\" -e \"s/\\${Version}/$v/\")\"\n"
+      "esac; done < " + base + "/status; done; exit $rc\n";
+  // apt-get purge takes the packages out of the status file, as the real one does.
+  std::ofstream(base + "/bin/apt-get") << "#!/bin/sh\necho apt-get \"$@\" >> " + base + "/log\n"
+                                          "[ \"$1\" = purge ] && for a in \"$@\"; do sed -i \"/^$a\t/d\" " + base +
+                                              "/status; done; exit 0\n";
+  std::ofstream(base + "/bin/apt-mark") << "#!/bin/sh\necho apt-mark \"$@\" >> " + base + "/log\n";
+  run_sh("chmod +x " + base + "/bin/*");
+  PhaseTouch touch;
+  touch.packages = {"cuda-drivers-550", "nvidia-driver-550"};
+  touch.package_patterns = {"cuda-drivers-[0-9]*", "nvidia-driver-[0-9]*"};
+  const std::string path = "PATH=" + base + "/bin:$PATH\n";
+  // Before the phase: the 535 branch, held.
+  std::ofstream(base + "/status") << "cuda-drivers-535\thi \t535.183.01-1\nnvidia-driver-535\thi \t535.183.01-0ubuntu1\n"
+                                     "chrony\tii \t4.3-2\n";
+  auto taken = run_sh(path + checkpoint_script(4, "gpu-driver", touch, base + "/ck"));
+  ASSERT_EQ(taken.status, 0) << taken.out;
+  EXPECT_EQ(slurp(base + "/ck/4/gpu-driver/packages"),
+            "cuda-drivers-535\t535.183.01-1\th\nnvidia-driver-535\t535.183.01-0ubuntu1\th\n");
+  // The phase moved the node to 550.
+  std::ofstream(base + "/status") << "cuda-drivers-550\thi \t550.90.07-1\nnvidia-driver-550\thi \t550.90.07-0ubuntu1\n"
+                                     "chrony\tii \t4.3-2\n";
+  auto restored = run_sh(path + restore_script(4, "gpu-driver", touch, base + "/ck"));
+  EXPECT_EQ(restored.status, 0) << restored.out;
+  EXPECT_EQ(slurp(base + "/log"),
+            "apt-get purge -y -q --allow-change-held-packages cuda-drivers-550 nvidia-driver-550\n"
+            "apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confdef "
+            "-o Dpkg::Options::=--force-confold cuda-drivers-535=535.183.01-1 nvidia-driver-535=535.183.01-0ubuntu1\n"
+            "apt-mark hold cuda-drivers-535\n"
+            "apt-mark hold nvidia-driver-535\n");
+  run_sh("rm -rf " + base);
+}
+
+TEST(StepActions, APackageStepRemovesWhatItReplaces) {
+  const std::string apt = install_packages_command({{"nvidia-driver-550", "550.90.07"}, {"cuda-drivers-550", "550.90.07"}},
+                                                   PackageManager::Apt, false, true, {"nvidia-driver-[0-9]*", "cuda-drivers-[0-9]*"});
+  EXPECT_NE(apt.find("r=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\\n' 'nvidia-driver-[0-9]*' 'cuda-drivers-[0-9]*' "
+                     "2>/dev/null | awk '$2 ~ /^.i/ {print $1 \"-\"}' | grep -vxF -e nvidia-driver-550- -e cuda-drivers-550-); "),
+            std::string::npos)
+      << apt;
+  EXPECT_NE(apt.find("apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confdef "
+                     "-o Dpkg::Options::=--force-confold \"$p0\" \"$p1\" $r"),
+            std::string::npos)
+      << apt;
+  const std::string dnf = install_packages_command({{"nvidia-fabricmanager-550", "550.90.07"}}, PackageManager::Dnf, false,
+                                                   true, {"nvidia-fabricmanager-[0-9]*"});
+  EXPECT_NE(dnf.find("r=$(rpm -qa --qf '%{NAME}\\n' 'nvidia-fabricmanager-[0-9]*' 2>/dev/null | grep -vxF -e "
+                     "nvidia-fabricmanager-550); "),
+            std::string::npos)
+      << dnf;
+  EXPECT_NE(dnf.find(" && { [ -z \"$r\" ] || dnf remove -y -q $r; }"), std::string::npos) << dnf;
+  // Without `replaces`, nothing of it.
+  EXPECT_EQ(install_packages_command({{"jq", ""}}, PackageManager::Apt, false).find("$r"), std::string::npos);
+}
+
 TEST(Checkpoint, RestoreRefusesAnIncompleteCheckpoint) {
   PhaseTouch touch;
   touch.files = {"/tmp/whatever"};

@@ -23,11 +23,27 @@ json gpu_of(const std::string& gpu_yaml) {
 TEST(GpuPackages, NvidiaCudaRepositoryNamesCarryTheBranch) {
   const json gpu = gpu_of("    source: nvidia-cuda-repo\n    driver_version: '550.90.07'\n    cuda_version: '12.4'\n"
                           "    fabric_manager: true\n");
-  EXPECT_EQ(gpu["package_names"]["driver"], "cuda-drivers-550");
+  // The driver itself pins the version: cuda-drivers-550 depends on it
+  // with a lower bound only.
+  EXPECT_EQ(gpu["package_names"]["driver"], "nvidia-driver-550");
+  EXPECT_EQ(gpu["package_names"]["driver_meta"], "cuda-drivers-550");
+  EXPECT_EQ(gpu["driver_packages"], json({"nvidia-driver-550", "cuda-drivers-550"}));
   EXPECT_EQ(gpu["package_names"]["fabric_manager"], "nvidia-fabricmanager-550");
   EXPECT_EQ(gpu["package_names"]["cuda"], "cuda-toolkit-12-4");
   EXPECT_EQ(gpu["package_names"]["container_toolkit"], "nvidia-container-toolkit");
   EXPECT_FALSE(gpu.contains("module_stream"));
+  // Another branch's packages are replaced: names with {branch} in them.
+  EXPECT_EQ(gpu["package_replaces"], json({{"driver", {"nvidia-driver-[0-9]*", "cuda-drivers-[0-9]*"}},
+                                           {"fabric_manager", {"nvidia-fabricmanager-[0-9]*"}}}));
+}
+
+TEST(GpuPackages, NvidiaDebianRepositoryKeepsTheDriversNameAndAddsTheBranchMetapackage) {
+  const json gpu = gpu_of("    source: nvidia-cuda-repo-debian\n    driver_version: '550.90.07'\n");
+  EXPECT_EQ(gpu["driver_packages"], json({"nvidia-driver", "cuda-drivers-550"}));
+  EXPECT_EQ(gpu["package_replaces"]["driver"], json({"cuda-drivers-[0-9]*"}));
+  const json plain = gpu_of("    driver_version: '550.90.07'\n");
+  EXPECT_EQ(plain["driver_packages"], json({"nvidia-driver"}));
+  EXPECT_EQ(plain["package_replaces"], json({{"driver", json::array()}, {"fabric_manager", json::array()}}));
 }
 
 TEST(GpuPackages, RhelRepositoryUsesTheModuleStreamOfTheBranch) {

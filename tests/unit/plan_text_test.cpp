@@ -58,6 +58,32 @@ TEST(PlanText, FoldsNodesWhosePlansDifferOnlyInTheirOwnName) {
             "6 nodes: 3 to change, 2 unchanged, 1 unreachable\n");
 }
 
+// Compute addresses are each node's own too: nodes that differ only in
+// them fold, and the group shows the placeholder.
+TEST(PlanText, FoldsOverEachNodesComputeAddresses) {
+  Plan plan;
+  plan.cluster = "lab";
+  plan.spec_file = "lab.yaml";
+  for (int i = 1; i <= 3; ++i) {
+    NodePlan n = changed("n" + std::to_string(i), "10.0.0." + std::to_string(i), "is 'debian', wanted 'n" + std::to_string(i) + "'");
+    const std::string cidr = "10.0.1." + std::to_string(i) + "/24";
+    n.own_values = {{"{eth1.address}", cidr}};
+    n.phases.push_back({"rdma", {{"interface-address[eth1]", "address", ChangeAction::Create, "address eth1 " + cidr,
+                                  "not on eth1"}}, {}});
+    plan.nodes.push_back(n);
+  }
+  EXPECT_EQ(render_plan_text(plan, {}),
+            "Plan for cluster lab (lab.yaml)\n"
+            "\n"
+            "n[1-3] (3 nodes, same plan; {node.name}, {node.address} and {INTERFACE.address} stand for each node's own)\n"
+            "  os-init\n"
+            "    ~ hostname: is 'debian', wanted '{node.name}'\n"
+            "  rdma\n"
+            "    + address eth1 {eth1.address}: not on eth1\n"
+            "\n"
+            "3 nodes: 3 to change, 0 unchanged, 0 unreachable\n");
+}
+
 TEST(PlanText, NoFoldShowsEveryNode) {
   PlanTextOptions options;
   options.fold = false;

@@ -247,6 +247,26 @@ TEST(Planner, PackageHolds) {
   EXPECT_EQ(plan_one("  gpu: {}\n", step, facts).status, NodeStatus::Unchanged);
 }
 
+// replaces: another branch's installed packages are planned away, and the
+// prediction drops them (so a second step does not plan them again).
+TEST(Planner, PackagesReplaceAnotherBranch) {
+  const std::string step =
+      "  - {id: driver, type: package, names: [nvidia-driver-550, cuda-drivers-550], version: '550.90.07',\n"
+      "     replaces: ['nvidia-driver-[0-9]*', 'cuda-drivers-[0-9]*']}\n"
+      "  - {id: again, type: package, names: [nvidia-driver-550], replaces: ['nvidia-driver-[0-9]*']}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver-550"] = nullptr;
+  facts["packages"]["cuda-drivers-550"] = nullptr;
+  facts["packages"]["nvidia-driver-535"] = "535.183.01-0ubuntu1";
+  facts["packages"]["cuda-drivers-535"] = "535.183.01-1";
+  facts["packages"]["nvidia-driver-libs"] = "1.0";  // no branch: not the pattern's
+  EXPECT_EQ(lines(plan_one("  gpu: {}\n", step, facts)),
+            (Lines{"+ package nvidia-driver-550: not installed, wanted 550.90.07",
+                   "+ package cuda-drivers-550: not installed, wanted 550.90.07",
+                   "- package cuda-drivers-535: 535.183.01-1 installed, replaced by nvidia-driver-550, cuda-drivers-550",
+                   "- package nvidia-driver-535: 535.183.01-0ubuntu1 installed, replaced by nvidia-driver-550, cuda-drivers-550"}));
+}
+
 TEST(Planner, PackageVersionMatching) {
   EXPECT_TRUE(package_version_matches("550.90.07", "550.90.07"));
   EXPECT_TRUE(package_version_matches("550.90.07-1", "550.90.07"));

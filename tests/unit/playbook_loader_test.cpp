@@ -43,7 +43,7 @@ TEST(PlaybookLoader, ValidStep) {
 TEST(PlaybookLoader, UnknownType) {
   EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostnme, name: x}\n"),
             "pb.yaml:4:19: steps[0].type: 'hostnme' is not one of hostname, timezone, file, copy, line, repository, package, "
-            "service, sysctl, kernel_module, mount, directory, command, reboot, acceptance (did you mean 'hostname'?)\n");
+            "service, sysctl, kernel_module, mount, address, directory, command, reboot, acceptance (did you mean 'hostname'?)\n");
 }
 
 TEST(PlaybookLoader, ParameterOfAnotherType) {

@@ -70,6 +70,20 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   EXPECT_TRUE((*facts)["sysctl"]["kernel.x`id`"].is_null());
 }
 
+// Package patterns (a step's `replaces`): the installed packages they
+// match come back as facts, through this machine's real dpkg.
+TEST(ProbeScript, PackagePatternsReportTheInstalledMatches) {
+  if (std::system("command -v dpkg-query >/dev/null 2>&1") != 0) GTEST_SKIP() << "needs dpkg-query (a Debian host)";
+  FactsRequest request;
+  request.package_patterns = {"dpk[g]", "no-such-package-gx-*"};
+  const std::string output = run_sh(probe_script(request));
+  auto facts = parse_probe_output(output, "here", request, "2026-12-02T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  ASSERT_TRUE((*facts)["packages"].contains("dpkg")) << (*facts)["packages"].dump();
+  EXPECT_TRUE((*facts)["packages"]["dpkg"].is_string());
+  EXPECT_EQ((*facts)["packages"].size(), 1u) << "only installed matches; nothing for a pattern that matches none";
+}
+
 // A secret file (a `copy` step's target) comes back as a digest, never its
 // content, however small it is.
 TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {

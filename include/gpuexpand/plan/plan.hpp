@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuexpand/playbook/playbook.hpp"
@@ -27,6 +28,9 @@ std::string status_name(NodeStatus status);
 struct NodePlan {
   std::string node;
   std::string address;
+  // Other values that are the node's own, as the text plan names them when
+  // it folds nodes together: {"{ib0.address}", "10.100.1.1/16"}.
+  std::vector<std::pair<std::string, std::string>> own_values;
   NodeStatus status = NodeStatus::Unchanged;
   std::string message;       // why unreachable, or the planning error
   std::string facts_sha256;  // apply refuses a saved plan when facts moved

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpuexpand/util/diagnostic.hpp"
@@ -59,6 +60,10 @@ struct NodeSpec {
   std::shared_ptr<const nlohmann::json> settings;
   size_t entry_index = 0;  // index into the spec's `nodes` list
   SourceLocation where;    // the entry that declared this node
+  // This node's IPv4 address (CIDR) per compute interface, from the entry's
+  // compute_addresses, the interface's address or its address_offset;
+  // node_variables puts each into network.compute_interfaces[].address.
+  std::vector<std::pair<std::string, std::string>> compute_addresses;
 };
 
 struct ClusterSpec {

@@ -47,8 +47,11 @@ std::string version_select_awk(const std::string& wanted, int field);
 
 // Package installs, exposed for tests of the exact command lines.
 // `change_held`: the step manages holds, so its own held packages may move.
+// `replaces`: shell patterns of package names; installed matches other
+// than the ones installed go in the same run (another driver branch's).
 std::string install_packages_command(const std::vector<std::pair<std::string, std::string>>& name_and_version,
-                                     PackageManager manager, bool refresh_index, bool change_held = false);
+                                     PackageManager manager, bool refresh_index, bool change_held = false,
+                                     const std::vector<std::string>& replaces = {});
 // apt-mark hold/unhold, dnf versionlock add/delete.
 std::string hold_packages_command(const std::vector<std::string>& names, bool hold, PackageManager manager);
 std::string remove_packages_command(const std::vector<std::string>& names, PackageManager manager);

@@ -17,6 +17,10 @@ struct FactsRequest {
   // sources offer are facts["package_candidates"][name] (newest first), so
   // the plan can name the version "550" resolves to.
   std::set<std::string> versioned_packages;
+  // Shell patterns of package names (cuda-drivers-[0-9]*): the installed
+  // packages they match are facts["packages"] too (a step that replaces
+  // another driver branch's packages must see them).
+  std::set<std::string> package_patterns;
   std::set<std::string> files;     // absolute paths (files and directories)
   std::set<std::string> secret_files;  // of those, files whose content must not be read: digest only
   std::set<std::string> services;  // unit names without ".service"

@@ -15,9 +15,13 @@ struct PhaseTouch {
   std::set<std::string> files;        // regular files and symlinks
   std::set<std::string> directories;  // created by the phase when absent
   std::set<std::string> packages;
+  // Patterns of packages the phase may remove (package steps' `replaces`):
+  // the checkpoint saves the installed matches, the restore puts them back.
+  std::set<std::string> package_patterns;
   std::set<std::string> services;
   std::set<std::string> sysctl_keys;
   std::set<std::string> mount_targets;
+  std::set<std::string> interfaces;  // whose IPv4 addresses the phase sets
   bool hostname = false;
   std::vector<std::string> command_rollbacks;  // `rollback` of command steps, in step order
   // `rollback` of command steps delegated to the scheduler's controller
