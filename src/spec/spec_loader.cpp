@@ -104,6 +104,37 @@ class SpecBuilder {
     diagnostics_.push_back({at_key ? doc_.key_location(pointer) : doc_.value_location(pointer), message});
   }
 
+  // A relative path in a spec names a file beside the spec, wherever
+  // gpuexpand runs from (as the default state store does): the spec and
+  // the key files it ships with are one directory.
+  std::string beside_spec(const std::string& path) const {
+    if (path.empty() || path[0] == '/' || path.rfind("~/", 0) == 0 || path == "~") return path;
+    const auto slash = doc_.file.rfind('/');
+    if (slash == std::string::npos) return path;
+    return doc_.file.substr(0, slash + 1) + path;
+  }
+
+  void anchor_local_paths(nlohmann::json& settings) const {
+    if (!settings.is_object()) return;
+    for (const auto& s : secret_file_settings()) {
+      auto top = settings.find(s.section);
+      if (top == settings.end() || !top->is_object()) continue;
+      auto section = top->find(s.subsection);
+      if (section == top->end() || !section->is_object()) continue;
+      auto path = section->find(s.key);
+      if (path != section->end() && path->is_string()) *path = beside_spec(path->get<std::string>());
+    }
+    auto os = settings.find("os");
+    if (os == settings.end() || !os->is_object()) return;
+    auto repositories = os->find("repositories");
+    if (repositories == os->end() || !repositories->is_array()) return;
+    for (auto& source : *repositories) {
+      if (source.is_object() && source.contains("key") && source["key"].is_string()) {
+        source["key"] = beside_spec(source["key"].get<std::string>());
+      }
+    }
+  }
+
   void read_ssh(SshSettings& ssh) {
     const nlohmann::json* s = member(root_, "ssh");
     if (!s || !s->is_object()) return;
@@ -127,6 +158,11 @@ class SpecBuilder {
     str("bastion", ssh.bastion);
     num("parallel", ssh.parallel);
     str("config_file", ssh.config_file);
+    using PathSetting = std::pair<const char*, std::string*>;
+    for (auto [key, path] : {PathSetting{"identity_file", &ssh.identity_file}, PathSetting{"known_hosts", &ssh.known_hosts},
+                             PathSetting{"config_file", &ssh.config_file}}) {
+      if (member(*s, key)) *path = beside_spec(*path);
+    }
   }
 
   void read_rollout(RolloutSettings& rollout) {
@@ -291,6 +327,7 @@ class SpecBuilder {
       deep_merge(settings, settings_layer(*layer, false), "/groups/" + group, origins);
     }
     deep_merge(settings, own, pointer, origins);
+    anchor_local_paths(settings);
     derive_settings(settings);
     record_local_file_digests(settings);
     check_settings(settings, origins);

@@ -465,3 +465,32 @@ TEST(SpecLoader, MissingFile) {
 
 }  // namespace
 }  // namespace gpuexpand
+
+namespace gpuexpand {
+namespace {
+
+// A relative path in a spec names a file beside the spec, wherever
+// gpuexpand runs from; '~/' and absolute paths are left as written.
+TEST(SpecLoader, RelativePathsAreBesideTheSpec) {
+  auto result = testing::load_spec("apiVersion: gpuexpand/v1\ncluster: {name: t}\n"
+                                   "ssh: {identity_file: keys/id_ed25519, known_hosts: ~/.ssh/known_hosts}\n"
+                                   "defaults:\n"
+                                   "  scheduler:\n    kind: slurm\n"
+                                   "    slurm: {controller: ctl, munge_key_file: secrets/munge.key}\n"
+                                   "  network: {nccl: {topology_source: /etc/topo.xml, topology_file: /etc/nccl/topo.xml}}\n"
+                                   "nodes:\n  - name: n1\n",
+                                   "/srv/specs/rack7/spec.yaml");
+  ASSERT_TRUE(result.spec) << testing::diagnostics_text(result);
+  EXPECT_EQ(result.spec->ssh.identity_file, "/srv/specs/rack7/keys/id_ed25519");
+  EXPECT_EQ(result.spec->ssh.known_hosts, "~/.ssh/known_hosts");
+  const auto& settings = *result.spec->nodes[0].settings;
+  EXPECT_EQ(settings["scheduler"]["slurm"]["munge_key_file"], "/srv/specs/rack7/secrets/munge.key");
+  EXPECT_EQ(settings["network"]["nccl"]["topology_source"], "/etc/topo.xml");
+  // A spec named without a directory: relative to where gpuexpand runs, as before.
+  auto here = testing::load_spec("apiVersion: gpuexpand/v1\ncluster: {name: t}\nssh: {identity_file: id}\nnodes:\n  - name: n1\n");
+  ASSERT_TRUE(here.spec);
+  EXPECT_EQ(here.spec->ssh.identity_file, "id");
+}
+
+}  // namespace
+}  // namespace gpuexpand
