@@ -366,8 +366,10 @@ std::optional<json> nvidia_smi_failure(std::string_view output, int exit_code) {
         v && std::all_of(v->begin(), v->end(), [](char c) { return is_digit(c) || c == '.'; })) {
       library = " (NVML library " + std::string(*v) + ")";
     }
-    return failed("NVML driver/library version mismatch" + library +
-                  ": the loaded kernel module differs from the installed driver; reboot or reload the module");
+    json gpus = failed("NVML driver/library version mismatch" + library +
+                       ": the loaded kernel module differs from the installed driver; reboot or reload the module");
+    gpus["driver_mismatch"] = true;  // the reboot after a driver change is due
+    return gpus;
   }
   if (const auto at = text.find("Failed to initialize NVML: "); at != std::string_view::npos) {
     const auto reason = trim(split(text.substr(at + 27), '\n')[0]);

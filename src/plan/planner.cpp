@@ -134,9 +134,13 @@ struct PhasePlanner {
     StepInstance instance{key, step.type, std::move(params.value()), step.restart_on, step.reboot_on};
     auto changes = decide_step(instance, facts, changed);
     if (!changes.empty()) {
-      const bool certain = std::any_of(changes.begin(), changes.end(),
-                                       [](const PlannedChange& c) { return c.action != ChangeAction::Unknown; });
-      changed[step.id] = changed[step.id] || certain;
+      // restart_on/reboot_on see the step as changed (true) or maybe
+      // changed (false) only through changes that count for them.
+      const bool counts = std::any_of(changes.begin(), changes.end(), [](const PlannedChange& c) { return c.triggers; });
+      const bool certain = std::any_of(changes.begin(), changes.end(), [](const PlannedChange& c) {
+        return c.triggers && c.action != ChangeAction::Unknown;
+      });
+      if (counts) changed[step.id] = changed[step.id] || certain;
       plan.steps.push_back({key, step.id, step.type, instance.params});
       predict_facts_after(plan.steps.back(), facts);
     }

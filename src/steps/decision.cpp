@@ -70,6 +70,10 @@ void Decision::add(ChangeAction action, const std::string& target, const std::st
   out_.push_back({step_.key, step_.type, action, target, reason});
 }
 
+void Decision::add_bookkeeping(ChangeAction action, const std::string& target, const std::string& reason) {
+  out_.push_back({step_.key, step_.type, action, target, reason, false});
+}
+
 bool Decision::unknown(const char* section, const std::string& target) {
   if (member(facts_, section)) return false;
   add(ChangeAction::Unknown, target, std::string("no '") + section + "' in the facts; decided on the node");

@@ -72,8 +72,10 @@ class Package final : public StepKind {
         // whenever the step runs.
         if (const json* held = member(facts, "held_packages"); held && held->is_array()) {
           const bool is_held = std::find(held->begin(), held->end(), json(name)) != held->end();
-          if (*hold && !is_held) d.add(ChangeAction::Update, target, installed->get<std::string>() + " installed, not held");
-          if (!*hold && is_held) d.add(ChangeAction::Update, target, "held, wanted not held");
+          if (*hold && !is_held) {
+            d.add_bookkeeping(ChangeAction::Update, target, installed->get<std::string>() + " installed, not held");
+          }
+          if (!*hold && is_held) d.add_bookkeeping(ChangeAction::Update, target, "held, wanted not held");
         }
       }
     }

@@ -306,6 +306,55 @@ check "nvidia-smi still reports 535.129.03" on node-02 535.129.03 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
 check "files intact after the rollback" test "$before" = "$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")"
 
+# ---------------------------------------------------------------- NVIDIA's names, across branches
+# gpu.source nvidia-cuda-repo on node-02: NVIDIA's package names and
+# versions for two branches (tests/fixtures/nvidia-repo/SOURCES.md). The
+# distribution's driver goes first, by hand, its kernel module unloaded as
+# rmmod would (the stand-in's "loaded" version forgotten): a node arriving
+# without a driver.
+# 535 installed; then 550 replaces it in one apt run and the node reboots;
+# then a move back to 535 that fails later in the phase is rolled back to
+# the 550 packages, held as they were.
+vendor_packages() { # the GPU packages installed on node-02, one "NAME VERSION STATUS" line each
+  sshn node-02 "dpkg-query -W -f='\${Package} \${Version} \${db:Status-Abbrev}\n' 'nvidia-driver*' 'cuda-drivers*' \
+    'nvidia-fabricmanager*' 'cuda-toolkit*' 2>/dev/null | awk '\$3 ~ /^.i/ {print \$1, \$2, \$3}' | sort"
+}
+sshn node-02 "apt-get purge -y -q --allow-change-held-packages nvidia-driver >/dev/null 2>&1; rm -f /run/nvidia-lab/loaded-version"
+vendor='.defaults.gpu += {source: "nvidia-cuda-repo", fabric_manager: true}'
+spec_with "$work/v535.yaml" "$vendor"' | .defaults.gpu += {driver_version: "535.183.01", cuda_version: "12.2"}'
+spec_with "$work/v550.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4"}'
+gxrun apply "$work/v535.yaml" --limit node-02 --until gpu-driver --state "$state"
+check "NVIDIA's names, branch 535: exit 0" test "$rc" -eq 0
+check "  nvidia-driver-535, cuda-drivers-535, the fabric manager and CUDA 12.2 at NVIDIA's versions, held" \
+  test "$(vendor_packages)" = "$(printf '%s\n' 'cuda-drivers-535 535.183.01-1 hi' 'cuda-toolkit-12-2 12.2.2-1 hi' \
+    'nvidia-driver-535 535.183.01-0ubuntu1 hi' 'nvidia-fabricmanager-535 535.183.01-1 hi')"
+check "  nvidia-smi reports 535.183.01" on node-02 535.183.01 \
+  "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+check "  the fabric manager runs" on node-02 active "systemctl is-active nvidia-fabricmanager"
+plan=$("$gx" plan "$work/v550.yaml" --limit node-02 2>&1)
+check "plan 535 -> 550: the version each name resolves to" \
+  grep -q "+ package nvidia-driver-550: not installed, wanted 550.90.07 (550.90.07-0ubuntu1 in the sources)" <<<"$plan"
+check "  and the 535 packages it replaces" \
+  grep -q -- "- package nvidia-driver-535: 535.183.01-0ubuntu1 installed, replaced by nvidia-driver-550, cuda-drivers-550" <<<"$plan"
+gxrun apply "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state"
+check "NVIDIA's names, 535 -> 550 with a reboot: exit 0" test "$rc" -eq 0
+check "  the 550 packages held, the 535 driver and fabric manager gone (CUDA 12.2 stays beside 12.4)" \
+  test "$(vendor_packages)" = "$(printf '%s\n' 'cuda-drivers-550 550.90.07-1 hi' 'cuda-toolkit-12-2 12.2.2-1 hi' \
+    'cuda-toolkit-12-4 12.4.1-1 hi' 'nvidia-driver-550 550.90.07-0ubuntu1 hi' 'nvidia-fabricmanager-550 550.90.07-1 hi')"
+check "  nvidia-smi reports 550.90.07 after the reboot" on node-02 550.90.07 \
+  "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+spec_with "$work/v535dcgm.yaml" "$vendor"' | .defaults.gpu += {driver_version: "535.183.01", cuda_version: "12.2", dcgm: true}'
+gxrun apply "$work/v535dcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
+check "550 -> 535 failing at a later step (no DCGM in the mirror): exit 3" test "$rc" -eq 3
+check "  it failed at the DCGM step and was rolled back" grep -q "gpu-driver  FAILED, rolled back .* at step dcgm-package" <<<"$out"
+check "  the 550 packages are back, held; no 535 package is left" \
+  test "$(vendor_packages)" = "$(printf '%s\n' 'cuda-drivers-550 550.90.07-1 hi' 'cuda-toolkit-12-2 12.2.2-1 hi' \
+    'cuda-toolkit-12-4 12.4.1-1 hi' 'nvidia-driver-550 550.90.07-0ubuntu1 hi' 'nvidia-fabricmanager-550 550.90.07-1 hi')"
+check "  nvidia-smi still reports 550.90.07" on node-02 550.90.07 \
+  "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
+out=$("$gx" apply "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
+check "  and 550 has nothing left to change" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
+
 # ---------------------------------------------------------------- rollback --to
 # node-01 converged; walk it back to the state right after os-init.
 converged "$work/lab.yaml" node-01

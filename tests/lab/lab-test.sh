@@ -150,6 +150,12 @@ check "ctl serves the mirror over HTTP; its InRelease verifies with the client's
 policy=$(with_lab_source "${nodes[0]}" 'apt-cache policy nvidia-driver')
 check "${nodes[0]}: through that source nvidia-driver 535.129.03 and 550.90.07 are available" \
   test "$(grep -cE '^ +(\*\*\* )?(535\.129\.03|550\.90\.07) ' <<<"$policy")" == 2
+policy=$(with_lab_source "${nodes[0]}" 'apt-cache madison nvidia-driver-535 nvidia-driver-550 cuda-drivers-535 cuda-drivers-550 nvidia-fabricmanager-535 nvidia-fabricmanager-550 cuda-toolkit-12-2 cuda-toolkit-12-4' |
+  awk -F'|' '{gsub(/ /, ""); print $1, $2}' | sort)
+check "${nodes[0]}: NVIDIA's names and versions of two branches (tests/fixtures/nvidia-repo/SOURCES.md)" \
+  test "$policy" = "$(printf '%s\n' 'cuda-drivers-535 535.183.01-1' 'cuda-drivers-550 550.90.07-1' 'cuda-toolkit-12-2 12.2.2-1' \
+    'cuda-toolkit-12-4 12.4.1-1' 'nvidia-driver-535 535.183.01-0ubuntu1' 'nvidia-driver-550 550.90.07-0ubuntu1' \
+    'nvidia-fabricmanager-535 535.183.01-1' 'nvidia-fabricmanager-550 550.90.07-1')"
 check "${nodes[0]}: the repository has the phase packages" with_lab_source "${nodes[0]}" \
   'for p in chrony prometheus-node-exporter slurmd munge rdma-core ibverbs-utils infiniband-diags sshfs rsync jq; do apt-cache show "$p" >/dev/null 2>&1 || exit 1; done'
 check "${nodes[0]}: the temporary source is gone again" sshn "$first" 'test -z "$(ls -A /etc/apt/sources.list.d)"'

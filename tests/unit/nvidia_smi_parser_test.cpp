@@ -290,6 +290,9 @@ TEST(NvidiaSmiFailure, RealFailureTexts) {
   EXPECT_EQ(failure(fixture("nvidia-smi-error-nvml-mismatch-legacy-465.txt"), 18)["error"],
             "NVML driver/library version mismatch: the loaded kernel module differs from the installed driver; "
             "reboot or reload the module");
+  // A mismatch says a reboot is due (the driver phase's reboot step reads it).
+  EXPECT_EQ(failure(fixture("nvidia-smi-error-nvml-mismatch-550.144.txt"), 18)["driver_mismatch"], true);
+  EXPECT_FALSE(failure(fixture("nvidia-smi-error-no-driver.txt"), 9).contains("driver_mismatch"));
 }
 
 TEST(NvidiaSmiFailure, MissingToolEmptyOutputAndOtherNvmlErrors) {

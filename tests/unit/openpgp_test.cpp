@@ -34,6 +34,20 @@ TEST(OpenPgp, ArmoredKeyIsTheSamePackets) {
   EXPECT_EQ(armored->packets, key_file("debian-archive-bookworm-stable.gpg"));
 }
 
+// NVIDIA's repository keys, as an operator downloads them: the CUDA
+// repository's (RSA 4096, armored, and the binary keyring of NVIDIA's
+// cuda-keyring package) and the container toolkit's (a key with an
+// expired signing subkey, which is still one key).
+TEST(OpenPgp, NvidiaRepositoryKeysHaveGnupgsFingerprints) {
+  auto cuda = read_openpgp_keyring(key_file("nvidia-cuda-3bf863cc.asc"));
+  ASSERT_TRUE(cuda) << cuda.error().message;
+  EXPECT_EQ(cuda->fingerprints, std::vector<std::string>{"EB693B3035CD5710E231E123A4B469963BF863CC"});
+  EXPECT_EQ(cuda->packets, key_file("nvidia-cuda-archive-keyring.gpg"));
+  auto toolkit = read_openpgp_keyring(key_file("nvidia-container-toolkit.asc"));
+  ASSERT_TRUE(toolkit) << toolkit.error().message;
+  EXPECT_EQ(toolkit->fingerprints, std::vector<std::string>{"C95B321B61E88C1809C4F759DDCAE044F796ECB0"});
+}
+
 TEST(OpenPgp, ArmoringRoundTripsAndMatchesGnupgsBody) {
   const std::string packets = key_file("debian-archive-bookworm-stable.gpg");
   const std::string armored = armor_public_key(packets);

@@ -267,6 +267,22 @@ TEST(Planner, PackagesReplaceAnotherBranch) {
                    "- package nvidia-driver-535: 535.183.01-0ubuntu1 installed, replaced by nvidia-driver-550, cuda-drivers-550"}));
 }
 
+// A hold is bookkeeping: a driver step that only puts its hold back does
+// not reboot the node; a new version does.
+TEST(Planner, AHoldAloneTriggersNoReboot) {
+  const std::string steps =
+      "  - {id: driver, type: package, names: [nvidia-driver], version: '550', hold: 'true'}\n"
+      "  - {id: reboot, type: reboot, reboot_on: [driver]}\n";
+  auto facts = base_facts();
+  facts["packages"]["nvidia-driver"] = "550.90.07-1";
+  facts["held_packages"] = json::array();
+  EXPECT_EQ(lines(plan_one("  gpu: {}\n", steps, facts)), Lines{"~ package nvidia-driver: 550.90.07-1 installed, not held"});
+  facts["package_candidates"]["nvidia-driver"] = {"550.127.05-1", "550.90.07-1"};
+  EXPECT_EQ(lines(plan_one("  gpu: {}\n", steps, facts)),
+            (Lines{"~ package nvidia-driver: 550.90.07-1 installed, the sources offer 550.127.05-1 for 550",
+                   "~ reboot: driver changes"}));
+}
+
 TEST(Planner, PackageVersionMatching) {
   EXPECT_TRUE(package_version_matches("550.90.07", "550.90.07"));
   EXPECT_TRUE(package_version_matches("550.90.07-1", "550.90.07"));

@@ -29,6 +29,9 @@ struct PlannedChange {
   ChangeAction action = ChangeAction::Update;
   std::string target;  // what changes: "/etc/chrony/chrony.conf", "package chrony"
   std::string reason;  // why: "535.129.03 installed, 550.90.07 wanted"
+  // Whether the change counts as the step having changed for restart_on
+  // and reboot_on: a package's hold is bookkeeping, not new software.
+  bool triggers = true;
 };
 
 // A step instance with every template rendered: what apply will act on,
