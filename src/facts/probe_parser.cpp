@@ -502,6 +502,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
     }
   }
   if (!request.services.empty()) facts["services"] = services_facts(body("services"), request.services);
+  if (request.apt_sources && by_name.count("apt-sources")) facts["apt_sources"] = apt_sources_facts(body("apt-sources"));
   json modules = json::array();
   for (const auto& m : lines_of(body("modules"))) {
     if (!m.empty()) modules.push_back(m);

@@ -102,6 +102,11 @@ std::string probe_script(const FactsRequest& request) {
     s += "m listing " + shell_quote(dir) + "; for f in " + shell_quote(dir) +
          "/*; do [ -e \"$f\" ] && printf '%s\\n' \"${f##*/}\"; done; true\n";
   }
+  if (request.apt_sources) {
+    // Each source file whole (they are small), with its path before it.
+    s += "m apt-sources; for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; "
+         "do [ -f \"$f\" ] && { printf '@@file %s\\n' \"$f\"; cat \"$f\"; echo; }; done; true\n";
+  }
   if (!request.services.empty()) {
     std::string units;
     for (const auto& name : request.services) units += " " + shell_quote(name + ".service");

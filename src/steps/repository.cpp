@@ -100,6 +100,90 @@ std::string key_digest(const json& source, PackageManager manager) {
 
 std::string dir_of(const std::string& path) { return path.substr(0, path.rfind('/')); }
 
+std::string without_trailing_slashes(std::string uri) {
+  while (uri.size() > 1 && uri.back() == '/') uri.pop_back();
+  return uri;
+}
+
+bool has_suffix(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Entries of the node's other apt source files (the image's: a
+// cuda-keyring .list, a vendor's .sources) that name a repository a wanted
+// source names too: apt refuses two Signed-By keys for one repository
+// ("Conflicting values set for option Signed-By"), so gpuexpand turns them
+// off and its own source takes their place.
+json shadowed_entries(const json& params, const json& facts) {
+  json out = json::array();
+  const json* entries = member(facts, "apt_sources");
+  if (!entries || !entries->is_array()) return out;
+  std::set<std::string> seen;
+  for (const auto& s : sources_of(params)) {
+    const std::string name = s.value("name", std::string());
+    const json suites = s.value("suites", json::array({"/"}));
+    for (const auto& uri : s.value("uris", json::array())) {
+      if (!uri.is_string()) continue;
+      for (const auto& suite : suites) {
+        for (const auto& e : *entries) {
+          const std::string file = e.value("file", std::string());
+          const std::string base = file.substr(file.rfind('/') + 1);
+          if (!e.value("enabled", false) || base.rfind(kPackageSourcePrefix, 0) == 0) continue;
+          bool same_uri = false, same_suite = false;
+          for (const auto& u : e.value("uris", json::array())) {
+            same_uri = same_uri || (u.is_string() && without_trailing_slashes(u.get<std::string>()) ==
+                                                         without_trailing_slashes(uri.get<std::string>()));
+          }
+          for (const auto& x : e.value("suites", json::array())) same_suite = same_suite || x == suite;
+          if (!same_uri || !same_suite || !seen.insert(file + "\n" + uri.get<std::string>() + "\n" + suite.dump()).second) continue;
+          out.push_back({{"file", file}, {"uri", uri}, {"suite", suite}, {"source", name}});
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Turns off the entries of one file that name URI and SUITE, in place and
+// atomically: one-line entries are commented out, a deb822 stanza gets
+// "Enabled: no". The rest of the file stays as it was.
+std::string turn_off_command(const json& shadowed) {
+  const std::string file = shadowed.value("file", std::string());
+  const std::string vars = " -v u=" + shell_quote(shadowed.value("uri", std::string())) +
+                           " -v s=" + shell_quote(shadowed.value("suite", std::string())) +
+                           " -v n=" + shell_quote(shadowed.value("source", std::string()));
+  std::string program;
+  if (has_suffix(file, ".sources")) {
+    program =
+        "function norm(x) { sub(/\\/+$/, \"\", x); return x }\n"
+        "function flush(  i, done) {\n"
+        "  if (cnt && uok && sok) {\n"
+        "    print \"# Turned off by gpuexpand: os.repositories \" n \" names this repository\"\n"
+        "    for (i = 1; i <= cnt; i++) if (tolower(buf[i]) ~ /^enabled:/) { print \"Enabled: no\"; done = 1 } else print buf[i]\n"
+        "    if (!done) print \"Enabled: no\"\n"
+        "  } else for (i = 1; i <= cnt; i++) print buf[i]\n"
+        "  cnt = 0; uok = 0; sok = 0\n"
+        "}\n"
+        "/^[ \\t]*$/ { flush(); print; next }\n"
+        "{ buf[++cnt] = $0; l = tolower($0); x = $0; sub(/^[^:]*:[ \\t]*/, \"\", x); k = split(x, a, /[ \\t]+/)\n"
+        "  if (l ~ /^uris:/) for (i = 1; i <= k; i++) if (norm(a[i]) == norm(u)) uok = 1\n"
+        "  if (l ~ /^suites:/) for (i = 1; i <= k; i++) if (a[i] == s) sok = 1 }\n"
+        "END { flush() }";
+  } else {
+    program =
+        "function norm(x) { sub(/\\/+$/, \"\", x); return x }\n"
+        "{ t = $0; sub(/^[ \\t]+/, \"\", t)\n"
+        "  if (t ~ /^deb(-src)?[ \\t]/) { x = t; sub(/^deb(-src)?[ \\t]+/, \"\", x); sub(/^\\[[^]]*\\][ \\t]*/, \"\", x)\n"
+        "    split(x, f, /[ \\t]+/)\n"
+        "    if (norm(f[1]) == norm(u) && f[2] == s) { print \"# Turned off by gpuexpand (os.repositories \" n \" names it): \" $0; next } }\n"
+        "  print }";
+  }
+  const std::string q = shell_quote(file);
+  return "t=$(mktemp " + shell_quote(dir_of(file) + "/.gpuexpand.XXXXXX") + ") && awk" + vars + " " + shell_quote(program) +
+         " " + q + " > \"$t\" && chmod --reference=" + q + " \"$t\" && chown --reference=" + q + " \"$t\" && mv -f -- \"$t\" " + q +
+         " || { rm -f -- \"$t\"; exit 1; }\n";
+}
+
 class Repository final : public StepKind {
  public:
   Repository() : StepKind("repository", {"sources"}) {}
@@ -118,6 +202,8 @@ class Repository final : public StepKind {
 
   // The probe cannot know the package manager yet: it looks at both layouts.
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
+    // The image's own sources matter only for a repository the step writes.
+    if (!sources_of(step.params).empty()) request.apt_sources = true;
     for (PackageManager manager : {PackageManager::Apt, PackageManager::Dnf}) {
       const auto probe = package_source_files("x", manager);
       request.listed_directories.insert(dir_of(probe.source));
@@ -137,9 +223,13 @@ class Repository final : public StepKind {
   void pin_from_facts(json& params, const json& facts) const override {
     params.erase("package_manager");
     params.erase("stale");
+    params.erase("shadowed");
     auto manager = package_manager_of(facts);
     if (!manager) return;
     params["package_manager"] = manager.value() == PackageManager::Dnf ? "dnf" : "apt";
+    if (manager.value() == PackageManager::Apt) {
+      if (json shadowed = shadowed_entries(params, facts); !shadowed.empty()) params["shadowed"] = std::move(shadowed);
+    }
     const std::set<std::string> wanted = wanted_files(params, manager.value());
     const json* directories = member(facts, "directories");
     if (!directories) return;
@@ -201,6 +291,12 @@ class Repository final : public StepKind {
     for (const auto& path : string_names(step.params.value("stale", json()))) {
       d.add(ChangeAction::Remove, path, "no longer in os.repositories");
     }
+    for (const auto& e : step.params.value("shadowed", json::array())) {
+      d.add(ChangeAction::Update, e.value("file", std::string()),
+            "names " + e.value("uri", std::string()) + " " + e.value("suite", std::string()) + " as source '" +
+                e.value("source", std::string()) +
+                "' does (apt refuses two signing keys for one repository): turned off there");
+    }
   }
 
   void predict(const ResolvedStep& step, json& facts) const override {
@@ -211,6 +307,19 @@ class Repository final : public StepKind {
       json& source = file_entry(facts, files.source);
       source = {{"exists", true}, {"content", package_source_text(s, manager.value())}};
       if (secure(s)) file_entry(facts, files.keyring) = {{"exists", true}, {"sha256", key_digest(s, manager.value())}};
+    }
+    if (facts.contains("apt_sources") && facts["apt_sources"].is_array()) {
+      for (const auto& e : step.params.value("shadowed", json::array())) {
+        for (auto& entry : facts["apt_sources"]) {
+          if (entry.value("file", std::string()) != e.value("file", std::string())) continue;
+          for (const auto& u : entry.value("uris", json::array())) {
+            if (u.is_string() && without_trailing_slashes(u.get<std::string>()) ==
+                                     without_trailing_slashes(e.value("uri", std::string()))) {
+              entry["enabled"] = false;
+            }
+          }
+        }
+      }
     }
     for (const auto& path : string_names(step.params.value("stale", json()))) {
       file_entry(facts, path) = {{"exists", false}};
@@ -229,11 +338,13 @@ class Repository final : public StepKind {
       for (const auto& path : wanted_files(step.params, m)) touch.files.insert(path);
     }
     for (const auto& path : string_names(step.params.value("stale", json()))) touch.files.insert(path);
+    for (const auto& e : step.params.value("shadowed", json::array())) touch.files.insert(e.value("file", std::string()));
   }
 
   Result<ActionCommand> action(const ResolvedStep& step, const ActionContext& context) const override {
     const PackageManager manager = context.package_manager;
     std::string command;
+    for (const auto& e : step.params.value("shadowed", json::array())) command += turn_off_command(e);
     auto write = [&](const std::string& path, const std::string& bytes) {
       const std::string q = shell_quote(path), dir = shell_quote(dir_of(path));
       // Atomic, as file steps write: a reader never sees half a source.

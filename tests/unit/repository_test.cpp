@@ -6,6 +6,12 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/steps/package_source.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/base64.hpp"
@@ -254,6 +260,140 @@ TEST(RepositoryStep, AKeyFileThatChangedSinceTheCheckIsRefusedAtApply) {
   auto action = action_for({"package-sources", "package-sources", "repository", {{"sources", {source}}}}, ActionContext{});
   ASSERT_FALSE(action);
   EXPECT_NE(action.error().message.find("changed since the spec was checked"), std::string::npos) << action.error().message;
+}
+
+}  // namespace
+}  // namespace gpuexpand
+
+namespace gpuexpand {
+namespace {
+
+// What NVIDIA's cuda-keyring package writes (its .list, one line) and a
+// vendor's deb822 file, as the probe prints them.
+const char* const kImageSources =
+    "@@file /etc/apt/sources.list\n"
+    "deb http://archive.ubuntu.com/ubuntu jammy main restricted\n"
+    "# deb-src http://archive.ubuntu.com/ubuntu jammy main\n"
+    "@@file /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list\n"
+    "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+    "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n"
+    "@@file /etc/apt/sources.list.d/vendor.sources\n"
+    "Types: deb\nURIs: https://repo.vendor.example/ubuntu\nSuites: jammy\nComponents: main\n\n"
+    "# the mirror of NVIDIA's repository, turned off already\n"
+    "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64\nSuites: /\n"
+    "Enabled: no\n"
+    "@@file /etc/apt/sources.list.d/gpuexpand-nvidia-cuda.sources\n"
+    "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/\nSuites: /\n";
+
+TEST(AptSources, OneLineAndDeb822FilesAreRead) {
+  EXPECT_EQ(apt_sources_facts(kImageSources),
+            json::parse(R"([
+  {"file": "/etc/apt/sources.list", "uris": ["http://archive.ubuntu.com/ubuntu"], "suites": ["jammy"], "enabled": true},
+  {"file": "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list",
+   "uris": ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"], "suites": ["/"], "enabled": true},
+  {"file": "/etc/apt/sources.list.d/vendor.sources", "uris": ["https://repo.vendor.example/ubuntu"], "suites": ["jammy"],
+   "enabled": true},
+  {"file": "/etc/apt/sources.list.d/vendor.sources",
+   "uris": ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64"], "suites": ["/"], "enabled": false},
+  {"file": "/etc/apt/sources.list.d/gpuexpand-nvidia-cuda.sources",
+   "uris": ["https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"], "suites": ["/"], "enabled": true}
+])"));
+}
+
+json nvidia_source() {
+  return {{"name", "nvidia-cuda"},
+          {"uris", {"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/"}},
+          {"suites", {"/"}},
+          {"keyring_sha256", "k"}};
+}
+
+// The image's own source for the repository the spec adds would make apt
+// refuse both: the plan says so, and apply turns the image's off.
+TEST(RepositoryStep, AnImageSourceForTheSameRepositoryIsTurnedOff) {
+  json facts = {{"os", {{"package_manager", "apt"}}},
+                {"files", {{"/etc/apt/sources.list.d/gpuexpand-nvidia-cuda.sources", {{"exists", false}}},
+                           {"/etc/apt/keyrings/gpuexpand-nvidia-cuda.gpg", {{"exists", false}}}}},
+                {"directories", {{"/etc/apt/sources.list.d", json::array()}, {"/etc/apt/keyrings", json::array()}}},
+                {"apt_sources", apt_sources_facts(kImageSources)}};
+  const json params = pinned({{"sources", {nvidia_source()}}}, facts);
+  EXPECT_EQ(params["shadowed"],
+            json::parse(R"([{"file": "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list",
+              "uri": "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/", "suite": "/",
+              "source": "nvidia-cuda"}])"))
+      << "the turned-off stanza and gpuexpand's own file are not in the way";
+  EXPECT_EQ(changes(params, facts)[2],
+            "~ /etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list: names "
+            "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ / as source 'nvidia-cuda' does "
+            "(apt refuses two signing keys for one repository): turned off there");
+  EXPECT_EQ(phase_touch({{"s", "s", "repository", params}}).files.count("/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list"),
+            1u);
+  // Predicted: nothing left to turn off.
+  predict_facts_after({"s", "s", "repository", params}, facts);
+  EXPECT_FALSE(pinned({{"sources", {nvidia_source()}}}, facts).contains("shadowed"));
+}
+
+std::string run_command(const std::string& command) {
+  const std::string script = "/tmp/gpx-turnoff-" + std::to_string(::getpid()) + ".sh";
+  std::ofstream(script) << command;
+  FILE* pipe = ::popen(("sh " + script + " 2>&1").c_str(), "r");
+  std::string out;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  ::pclose(pipe);
+  std::remove(script.c_str());
+  return out;
+}
+
+// The commands run for real on copies of such files: only the entries
+// that name the repository change, the rest stays byte for byte.
+TEST(RepositoryStep, TurningOffEditsOnlyTheEntriesOfThatRepository) {
+  const std::string dir = "/tmp/gpx-sources-" + std::to_string(::getpid());
+  run_command("rm -rf " + dir + " && mkdir -p " + dir);
+  std::ofstream(dir + "/cuda.list") << "# from cuda-keyring\n"
+                                       "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+                                       "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n"
+                                       "deb http://other.example/x /\n";
+  std::ofstream(dir + "/vendor.sources") << "Types: deb\nURIs: https://repo.vendor.example/ubuntu\nSuites: jammy\n\n"
+                                            "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/"
+                                            "ubuntu2204/x86_64\nSuites: /\nEnabled: yes\nSigned-By: /k.gpg\n";
+  ::chmod((dir + "/cuda.list").c_str(), 0640);
+  const std::string uri = "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/";
+  json params = {{"sources", {nvidia_source()}},
+                 {"package_manager", "apt"},
+                 {"shadowed", {{{"file", dir + "/cuda.list"}, {"uri", uri}, {"suite", "/"}, {"source", "nvidia-cuda"}},
+                               {{"file", dir + "/vendor.sources"}, {"uri", uri}, {"suite", "/"}, {"source", "nvidia-cuda"}}}}};
+  params["sources"][0]["insecure"] = true;  // no key file to read in this test
+  auto action = action_for({"s", "s", "repository", params}, {});
+  ASSERT_TRUE(action) << action.error().message;
+  const std::string command = action.value().command;
+  // Only what turns the files off, which comes first (writing gpuexpand's
+  // own source and apt-get update need a node).
+  const auto own = command.find("install -d -m 0755 /etc/apt/sources.list.d");
+  ASSERT_NE(own, std::string::npos) << command;
+  EXPECT_EQ(run_command(command.substr(0, own)), "");
+  EXPECT_EQ(testing::read_file(dir + "/cuda.list"),
+            "# from cuda-keyring\n"
+            "# Turned off by gpuexpand (os.repositories nvidia-cuda names it): deb "
+            "[signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+            "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /\n"
+            "deb http://other.example/x /\n");
+  struct stat st {};
+  ::stat((dir + "/cuda.list").c_str(), &st);
+  EXPECT_EQ(st.st_mode & 07777, 0640u) << "the file keeps its mode";
+  EXPECT_EQ(testing::read_file(dir + "/vendor.sources"),
+            "Types: deb\nURIs: https://repo.vendor.example/ubuntu\nSuites: jammy\n\n"
+            "# Turned off by gpuexpand: os.repositories nvidia-cuda names this repository\n"
+            "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64\nSuites: /\n"
+            "Enabled: no\nSigned-By: /k.gpg\n");
+  // What the facts then say: nothing enabled names it.
+  std::string printed;
+  for (const char* f : {"/cuda.list", "/vendor.sources"}) printed += "@@file " + dir + f + "\n" + testing::read_file(dir + f);
+  for (const auto& e : apt_sources_facts(printed)) {
+    if (e["uris"][0].get<std::string>().find("nvidia") != std::string::npos) {
+      EXPECT_FALSE(e["enabled"].get<bool>()) << e;
+    }
+  }
+  run_command("rm -rf " + dir);
 }
 
 }  // namespace

@@ -97,6 +97,12 @@ Result<nlohmann::json> parse_rdma_link(std::string_view text);
 // entries of the wrong shape are skipped.
 nlohmann::json merge_rdma_netdevs(nlohmann::json ports, const nlohmann::json& netdevs);
 
+// apt's source files as the probe prints them ("@@file PATH", then the
+// file): [{file, uris, suites, enabled}] per one-line entry (deb, deb-src)
+// of a .list file or /etc/apt/sources.list and per deb822 stanza of a
+// .sources file. Lines it cannot read are skipped.
+nlohmann::json apt_sources_facts(std::string_view body);
+
 // ------------------------------------------------------------------ internal
 // Text helpers shared by the parsers (inline here because the parsers live
 // in two files); not part of the API.

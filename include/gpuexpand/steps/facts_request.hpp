@@ -27,6 +27,9 @@ struct FactsRequest {
   // Directories whose entries (names only) are facts["directories"][dir]:
   // how a kind finds files it wrote earlier that the spec no longer names.
   std::set<std::string> listed_directories;
+  // Every apt source file's entries (facts["apt_sources"]): a repository
+  // step finds sources of the image that name the repository it writes.
+  bool apt_sources = false;
   std::map<std::string, std::string> checks;  // step key -> rendered check command
   // Checks of steps delegated to the scheduler's controller (plan/controller.hpp):
   // run there by controller_check_script, merged into the node's facts.
