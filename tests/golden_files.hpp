@@ -30,6 +30,7 @@ inline const GoldenExample kGoldenExamples[] = {
     {"lab-rack", "lab-bare", ""},
     {"h200-expansion", "h200-bare", "gpu-node-[001-002,033,065,077,097,128]"},
     {"k8s-rack", "k8s-bare", ""},
+    {"h100-roce", "h100-bare", "h100-r07n[01,13]"},
 };
 
 // gtest prints a parameter by its spec's name, not its bytes.

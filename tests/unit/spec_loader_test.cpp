@@ -349,7 +349,8 @@ TEST(SpecLoader, RolloutPercentages) {
 }
 
 TEST(SpecLoader, ExamplesValidate) {
-  for (const char* file : {"examples/lab-rack.yaml", "examples/h200-expansion.yaml", "examples/k8s-rack.yaml"}) {
+  for (const char* file : {"examples/lab-rack.yaml", "examples/h200-expansion.yaml", "examples/k8s-rack.yaml",
+                           "examples/h100-roce.yaml"}) {
     auto result = load_spec_file(testing::source_path(file), testing::schema("cluster"));
     EXPECT_TRUE(result.spec) << file << "\n" << diagnostics_text(result);
   }
