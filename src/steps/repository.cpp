@@ -36,8 +36,29 @@ std::string words(const nlohmann::json& list, const std::string& separator = " "
 
 PackageSourceFiles package_source_files(const std::string& name, PackageManager manager) {
   const std::string base = std::string(kPackageSourcePrefix) + name;
-  if (manager == PackageManager::Dnf) return {"/etc/yum.repos.d/" + base + ".repo", "/etc/pki/rpm-gpg/" + base + ".asc"};
-  return {"/etc/apt/sources.list.d/" + base + ".sources", "/etc/apt/keyrings/" + base + ".gpg"};
+  if (manager == PackageManager::Dnf) return {"/etc/yum.repos.d/" + base + ".repo", "/etc/pki/rpm-gpg/" + base + ".asc", ""};
+  return {"/etc/apt/sources.list.d/" + base + ".sources", "/etc/apt/keyrings/" + base + ".gpg",
+          "/etc/apt/preferences.d/" + base + ".pref"};
+}
+
+std::string package_source_preferences(const nlohmann::json& source) {
+  if (!source.contains("pin_priority") || !source["pin_priority"].is_number_integer()) return "";
+  // apt's "origin" is the host name of the archive's URI.
+  std::vector<std::string> hosts;
+  for (const auto& uri : source.value("uris", nlohmann::json::array())) {
+    if (!uri.is_string()) continue;
+    std::string host = uri.get<std::string>();
+    if (auto scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
+    host = host.substr(0, host.find('/'));
+    if (auto at = host.find('@'); at != std::string::npos) host = host.substr(at + 1);
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+  }
+  std::string out = kManaged + source.value("name", std::string()) + "'): changes here are overwritten.\n";
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    out += (i ? "\n" : "") + std::string("Package: *\nPin: origin \"") + hosts[i] + "\"\nPin-Priority: " +
+           std::to_string(source["pin_priority"].get<long long>()) + "\n";
+  }
+  return out;
 }
 
 std::string package_source_text(const nlohmann::json& source, PackageManager manager) {
@@ -90,6 +111,7 @@ std::set<std::string> wanted_files(const json& params, PackageManager manager) {
     const auto files = package_source_files(s.value("name", std::string()), manager);
     out.insert(files.source);
     if (secure(s)) out.insert(files.keyring);
+    if (!files.preferences.empty() && !package_source_preferences(s).empty()) out.insert(files.preferences);
   }
   return out;
 }
@@ -208,11 +230,13 @@ class Repository final : public StepKind {
       const auto probe = package_source_files("x", manager);
       request.listed_directories.insert(dir_of(probe.source));
       request.listed_directories.insert(dir_of(probe.keyring));
+      if (!probe.preferences.empty()) request.listed_directories.insert(dir_of(probe.preferences));
       for (const auto& s : sources_of(step.params)) {
         const auto files = package_source_files(s.value("name", std::string()), manager);
         request.files.insert(files.source);
         request.files.insert(files.keyring);
         request.secret_files.insert(files.keyring);  // binary: its digest is enough
+        if (!files.preferences.empty() && !package_source_preferences(s).empty()) request.files.insert(files.preferences);
       }
     }
   }
@@ -234,17 +258,22 @@ class Repository final : public StepKind {
     const json* directories = member(facts, "directories");
     if (!directories) return;
     const auto layout = package_source_files("x", manager.value());
-    const std::string suffixes[] = {layout.source.substr(layout.source.rfind('.')),
-                                    layout.keyring.substr(layout.keyring.rfind('.'))};
+    std::vector<std::string> suffixes = {layout.source.substr(layout.source.rfind('.')),
+                                         layout.keyring.substr(layout.keyring.rfind('.'))};
+    std::vector<std::string> dirs = {dir_of(layout.source), dir_of(layout.keyring)};
+    if (!layout.preferences.empty()) {
+      suffixes.push_back(layout.preferences.substr(layout.preferences.rfind('.')));
+      dirs.push_back(dir_of(layout.preferences));
+    }
     json stale = json::array();
-    for (const std::string& dir : {dir_of(layout.source), dir_of(layout.keyring)}) {
+    for (const std::string& dir : dirs) {
       const json* names = member(*directories, dir);
       if (!names || !names->is_array()) continue;
       for (const auto& n : *names) {
         if (!n.is_string()) continue;
         const std::string name = n.get<std::string>();
         const bool ours = name.rfind(kPackageSourcePrefix, 0) == 0 &&
-                          std::any_of(std::begin(suffixes), std::end(suffixes), [&](const std::string& suffix) {
+                          std::any_of(suffixes.begin(), suffixes.end(), [&](const std::string& suffix) {
                             return name.size() > suffix.size() &&
                                    name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
                           });
@@ -278,6 +307,15 @@ class Repository final : public StepKind {
           d.add(ChangeAction::Unknown, files.source, "content not in the facts; decided on the node");
         }
       }
+      if (const std::string pref = package_source_preferences(s); !pref.empty() && !files.preferences.empty()) {
+        if (const json* f = d.file_facts(files.preferences)) {
+          if (!f->value("exists", false)) {
+            d.add(ChangeAction::Create, files.preferences, "pin priority " + std::to_string(s["pin_priority"].get<long long>()));
+          } else if (member(*f, "content") && param_text(*f, "content") != pref) {
+            d.add(ChangeAction::Update, files.preferences, "pin differs (" + line_change_summary(param_text(*f, "content"), pref) + ")");
+          }
+        }
+      }
       if (!secure(s)) continue;
       if (const json* k = d.file_facts(files.keyring)) {
         const std::string fingerprint = s.value("fingerprint", std::string());
@@ -306,6 +344,9 @@ class Repository final : public StepKind {
       const auto files = package_source_files(s.value("name", std::string()), manager.value());
       json& source = file_entry(facts, files.source);
       source = {{"exists", true}, {"content", package_source_text(s, manager.value())}};
+      if (const std::string pref = package_source_preferences(s); !pref.empty() && !files.preferences.empty()) {
+        file_entry(facts, files.preferences) = {{"exists", true}, {"content", pref}};
+      }
       if (secure(s)) file_entry(facts, files.keyring) = {{"exists", true}, {"sha256", key_digest(s, manager.value())}};
     }
     if (facts.contains("apt_sources") && facts["apt_sources"].is_array()) {
@@ -369,6 +410,9 @@ class Repository final : public StepKind {
         write(files.keyring, manager == PackageManager::Dnf ? armor_public_key(keyring->packets) : keyring->packets);
       }
       write(files.source, package_source_text(s, manager));
+      if (const std::string pref = package_source_preferences(s); !pref.empty() && !files.preferences.empty()) {
+        write(files.preferences, pref);
+      }
     }
     const auto stale = string_names(step.params.value("stale", json()));
     if (!stale.empty()) {

@@ -49,6 +49,8 @@ for n in node-01 node-02 node-03; do
     "sinfo -N -h -n $n -o '%t %f %G'"
   check "$n: acceptance passed and recorded" sshn "$n" "test -s /var/lib/gpuexpand/accepted.json"
   check "$n: the driver is held (gpu.hold_packages defaults to true)" on "$n" nvidia-driver "apt-mark showhold"
+  check "$n: apt pins the lab repository at 600 (pin_priority)" sshn "$n" \
+    "apt-cache policy | grep -q ' 600 http://198.18.0.10/gxlab'"
   check "$n: the lab repository is its one package source, signature-checked" on "$n" \
     "gpuexpand-gxlab.sources Signed-By: /etc/apt/keyrings/gpuexpand-gxlab.gpg" \
     "echo \$(ls /etc/apt/sources.list.d) \$(grep -E '^(Signed-By|Trusted):' /etc/apt/sources.list.d/gpuexpand-gxlab.sources)"

@@ -398,3 +398,41 @@ TEST(RepositoryStep, TurningOffEditsOnlyTheEntriesOfThatRepository) {
 
 }  // namespace
 }  // namespace gpuexpand
+
+namespace gpuexpand {
+namespace {
+
+// pin_priority: apt preferences for the source's hosts, planned, written
+// and pruned like its other files.
+TEST(RepositoryStep, APinPriorityIsAnAptPreferencesFile) {
+  json source = {{"name", "nvidia-cuda"},
+                 {"uris", {"https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/",
+                           "http://mirror@10.0.0.5/nvidia/"}},
+                 {"insecure", true},
+                 {"pin_priority", 600}};
+  EXPECT_EQ(package_source_preferences(source),
+            "# Managed by gpuexpand (os.repositories 'nvidia-cuda'): changes here are overwritten.\n"
+            "Package: *\nPin: origin \"developer.download.nvidia.com\"\nPin-Priority: 600\n"
+            "\n"
+            "Package: *\nPin: origin \"10.0.0.5\"\nPin-Priority: 600\n");
+  EXPECT_EQ(package_source_files("nvidia-cuda", PackageManager::Apt).preferences,
+            "/etc/apt/preferences.d/gpuexpand-nvidia-cuda.pref");
+  const std::string pref = "/etc/apt/preferences.d/gpuexpand-nvidia-cuda.pref";
+  json facts = {{"os", {{"package_manager", "apt"}}},
+                {"files", {{"/etc/apt/sources.list.d/gpuexpand-nvidia-cuda.sources",
+                            {{"exists", true}, {"content", package_source_text(source, PackageManager::Apt)}}},
+                           {pref, {{"exists", false}}}}},
+                {"directories", {{"/etc/apt/preferences.d", {"gpuexpand-old.pref", "other.pref"}}}}};
+  const json params = pinned({{"sources", {source}}}, facts);
+  EXPECT_EQ(changes(params, facts),
+            (std::vector<std::string>{"+ " + pref + ": pin priority 600",
+                                      "- /etc/apt/preferences.d/gpuexpand-old.pref: no longer in os.repositories"}));
+  auto action = action_for({"s", "s", "repository", params}, {});
+  ASSERT_TRUE(action);
+  EXPECT_NE(action.value().command.find("mv -f -- \"$t\" " + pref), std::string::npos);
+  source.erase("pin_priority");
+  EXPECT_EQ(package_source_preferences(source), "");
+}
+
+}  // namespace
+}  // namespace gpuexpand

@@ -13,6 +13,7 @@ namespace gpuexpand {
 struct PackageSourceFiles {
   std::string source;   // /etc/apt/sources.list.d/gpuexpand-NAME.sources or /etc/yum.repos.d/gpuexpand-NAME.repo
   std::string keyring;  // /etc/apt/keyrings/gpuexpand-NAME.gpg (binary) or /etc/pki/rpm-gpg/gpuexpand-NAME.asc
+  std::string preferences;  // apt: /etc/apt/preferences.d/gpuexpand-NAME.pref (with pin_priority); dnf: none
 };
 
 // Every file a repository step manages starts with this in its directory.
@@ -23,5 +24,9 @@ PackageSourceFiles package_source_files(const std::string& name, PackageManager 
 // The deb822 .sources or dnf .repo text for a source as the spec gives it
 // (name, uris, suites, components, architectures, insecure).
 std::string package_source_text(const nlohmann::json& source, PackageManager manager);
+
+// apt preferences pinning every package of the source's hosts at its
+// pin_priority ("" without one).
+std::string package_source_preferences(const nlohmann::json& source);
 
 }  // namespace gpuexpand
