@@ -171,7 +171,8 @@ void merge_into(CheckResult& into, const CheckResult& from) {
 std::string acceptance_reservation(const std::string& node) { return "gpuexpand-accept-" + node; }
 
 const std::vector<std::string>& builtin_checks() {
-  static const std::vector<std::string> names = {"scheduler", "gpu", "network", "storage", "monitoring", "multinode"};
+  static const std::vector<std::string> names = {"scheduler", "gpu",        "container", "network",
+                                                 "storage",   "monitoring", "multinode"};
   return names;
 }
 
@@ -188,6 +189,7 @@ const std::map<std::string, std::vector<std::string>>& check_thresholds() {
   static const std::map<std::string, std::vector<std::string>> keys = {
       {"scheduler", {"job_timeout"}},
       {"gpu", {"max_ecc_errors"}},
+      {"container", {}},
       {"network", {"min_rdma_gbps", "min_nccl_busbw"}},
       {"storage", {}},
       {"monitoring", {}},
@@ -222,8 +224,8 @@ Result<void> check_declared_checks(const json& declared) {
       return make_error("'" + name + "' is a builtin check: a check with its own 'command' needs another name");
     }
     if (!is_builtin_check(name) && !custom) {
-      return make_error("check '" + name + "' is not a builtin check (scheduler, gpu, network, storage, monitoring, "
-                        "multinode) and has no 'command'");
+      return make_error("check '" + name + "' is not a builtin check (scheduler, gpu, container, network, storage, "
+                        "monitoring, multinode) and has no 'command'");
     }
     if (name == "acceptance" || name == "fault-drill") return make_error("'" + name + "' is a reserved check name");
     if (custom) continue;
@@ -268,8 +270,22 @@ json acceptance_settings(const json& vars, const json& declared) {
     settings["gpu"] = nullptr;
   }
 
+  // GPUs inside a container: with the container toolkit, the runtime it
+  // was configured for and the image the spec names to run.
   const json& scheduler = member(vars, "scheduler");
   const std::string kind = text(scheduler, "kind", "none");
+  if (member(gpu, "container_toolkit") == json(true)) {
+    settings["container"] = {{"runtime", text(gpu, "container_runtime")},
+                             {"image", text(validation, "container_image")},
+                             {"expected_count", number(gpu, "expected_count", 0)}};
+    // A job's container through pyxis, in the node's acceptance reservation.
+    if (kind == "slurm" && member(member(scheduler, "slurm"), "pyxis") == json(true)) {
+      settings["container"]["pyxis_reservation"] = acceptance_reservation(node);
+    }
+  } else {
+    settings["container"] = nullptr;
+  }
+
   settings["scheduler_kind"] = kind;
   if (kind == "slurm") {
     const json& slurm = member(scheduler, "slurm");
@@ -332,6 +348,7 @@ json acceptance_settings(const json& vars, const json& declared) {
   } else {
     if (kind != "none") checks.push_back("scheduler");
     if (settings["gpu"].is_object()) checks.push_back("gpu");
+    if (settings["container"].is_object()) checks.push_back("container");
     if (!settings["interfaces"].empty()) checks.push_back("network");
     if (!settings["mounts"].empty()) checks.push_back("storage");
     if (!settings["exporters"].empty()) checks.push_back("monitoring");

@@ -219,6 +219,38 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
     }
   }
 
+  // GPUs inside a container, as NVIDIA documents the check: docker through
+  // the nvidia runtime the gpu-driver phase configured, else podman
+  // through the CDI spec; nothing to run without an image or an engine.
+  if (const json& c = member(settings, "container"); wants(settings, "container") && c.is_object()) {
+    const std::string image = text(c, "image");
+    const long count = number(c, "expected_count", 0);
+    const std::string limit = std::to_string(job_timeout);
+    s += "t=$(now)\n";
+    if (image.empty()) {
+      s += "res container skip \"$t\" 'no validation.container_image to run'\n";
+    } else {
+      s += "out=''; how=''\n";
+      if (const std::string r = text(c, "pyxis_reservation"); !r.empty()) {
+        // A job on this node asking for its GPUs, in a container pyxis starts.
+        s += "if command -v srun >/dev/null 2>&1; then how='Slurm job (pyxis)'; out=$(timeout " + limit +
+             " srun -Q --reservation=" + q(r) + " -w \"$N\" -N 1 --gres=gpu:" + std::to_string(count) +
+             " --container-image=" + q(image) + " nvidia-smi -L 2>&1)\nel";
+      }
+      s += "if [ " + q(text(c, "runtime")) + " = docker ] && command -v docker >/dev/null 2>&1; then how=docker; "
+           "out=$(timeout " + limit + " docker run --rm --runtime=nvidia --gpus all " + q(image) + " nvidia-smi -L 2>&1)\n";
+      s += "elif command -v podman >/dev/null 2>&1; then how=podman; out=$(timeout " + limit +
+           " podman run --rm --device nvidia.com/gpu=all --security-opt=label=disable " + q(image) + " nvidia-smi -L 2>&1); fi\n";
+      s += "if [ -z \"$how\" ]; then res container skip \"$t\" 'no engine to run a container: docker (container_runtime: "
+           "docker) or podman (CDI)'\n";
+      s += "else n=$(printf '%s\\n' \"$out\" | grep -c '^GPU [0-9]')\n";
+      s += "  if [ \"$n\" -eq " + std::to_string(count) + " ]; then res container pass \"$t\" \"a $how container sees $n GPUs (\"" +
+           q(image) + "\")\"\n";
+      s += "  else res container fail \"$t\" \"a $how container sees $n GPUs, wanted " + std::to_string(count) +
+           ": $(printf '%s\\n' \"$out\" | tail -n 1)\"; fi\nfi\n";
+    }
+  }
+
   if (wants(settings, "monitoring")) {
     s += "scrape() {\n";
     s += "  if command -v curl >/dev/null 2>&1; then curl -fsS --max-time 10 \"http://127.0.0.1:$1/metrics\"\n";

@@ -42,6 +42,10 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
          quoted_list(touch.packages) + quoted_list(touch.package_patterns) +
          // Installed ("ii", or "hi" when held): NAME, VERSION, and whether it was held.
          " 2>/dev/null | awk -F'\\t' '$2 ~ /^.i/ {print $1\"\\t\"$3\"\\t\"substr($2,1,1)}' > \"$d/packages\" || true\n";
+    // Every installed package: the restore purges what the phase pulled in
+    // as a dependency (installed automatically since) as well.
+    s += "  dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\n' 2>/dev/null | awk -F'\\t' '$2 ~ /^.i/ {print $1}' > "
+         "\"$d/installed\" || true\n";
     s += "else { ";
     if (!touch.packages.empty()) {
       s += "rpm -q --qf '%{NAME}\\t%{VERSION}-%{RELEASE}\\n'" + quoted_list(touch.packages) +
@@ -147,6 +151,12 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
     s += "  if [ -n \"$install\" ]; then apt-get install -y -q --allow-downgrades --allow-change-held-packages "
          "-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold $install >/dev/null || fail "
          "\"install$install\"; fi\n";
+    // Dependencies the phase's packages pulled in: installed since the
+    // checkpoint and marked automatic (never one someone asked for).
+    s += "  if [ -f \"$d/installed\" ]; then new=$(dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\n' 2>/dev/null | "
+         "awk -F'\\t' '$2 ~ /^.i/ {print $1}' | grep -vxF -f \"$d/installed\")\n";
+    s += "    auto=$([ -z \"$new\" ] || apt-mark showauto 2>/dev/null | grep -xF \"$new\")\n";
+    s += "    if [ -n \"$auto\" ]; then apt-get purge -y -q --allow-change-held-packages $auto >/dev/null || fail \"purge$auto\"; fi; fi\n";
     // Holds as the checkpoint saw them.
     s += "  for n in $names; do\n";
     s += "    h=$(awk -F'\\t' -v n=\"$n\" '$1==n {print $3}' \"$d/packages\" 2>/dev/null)\n";

@@ -1,6 +1,7 @@
 #include "gpuexpand/playbook/variables.hpp"
 
 #include <charconv>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -81,6 +82,11 @@ void derive_slurm_registration(nlohmann::json& settings) {
       slurm["gpu_gres_count"] = count;
       break;
     }
+  }
+  // pyxis and enroot as NVIDIA ships them: enroot's release packages and
+  // the package pyxis's `make deb` builds.
+  if (!slurm.contains("pyxis_packages")) {
+    slurm["pyxis_packages"] = nlohmann::json::array({"enroot", "enroot+caps", "nvslurm-plugin-pyxis"});
   }
   slurm["gres_conf"] = slurm.value("gres_conf", std::string("from_facts"));
   slurm["gres_from_facts"] = slurm["gres_conf"] == "from_facts" && slurm["gpu_gres_count"].get<long long>() > 0;
@@ -172,6 +178,28 @@ void derive_compute_interfaces(nlohmann::json& settings) {
   }
 }
 
+// The container engine nvidia-ctk configures (gpu.container_runtime): the
+// files it may write, by toolkit version (1.17 edits the main file, 1.18+
+// writes a drop-in, whose directory moved once for each engine), and the
+// service to restart. And whether the CDI spec is generated (gpu.cdi,
+// default true with the toolkit).
+void derive_container_engine(nlohmann::json& settings) {
+  auto* gpu = settings.is_object() && settings.contains("gpu") ? &settings["gpu"] : nullptr;
+  if (!gpu || !gpu->is_object()) return;
+  const bool toolkit = gpu->value("container_toolkit", false);
+  (*gpu)["cdi_enabled"] = toolkit && gpu->value("cdi", true);
+  const std::string runtime = gpu->value("container_runtime", std::string());
+  static const std::map<std::string, std::pair<std::vector<std::string>, std::string>> engines = {
+      {"docker", {{"/etc/docker/daemon.json"}, "docker"}},
+      {"containerd",
+       {{"/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml", "/etc/containerd/config.d/99-nvidia.toml"},
+        "containerd"}},
+      {"crio", {{"/etc/crio/crio.conf", "/etc/crio/conf.d/99-nvidia.toml", "/etc/crio/crio.conf.d/99-nvidia.toml"}, "crio"}}};
+  auto it = engines.find(runtime);
+  if (it == engines.end()) return;
+  (*gpu)["container_engine"] = {{"files", it->second.first}, {"service", it->second.second}};
+}
+
 }  // namespace
 
 nlohmann::json playbook_variables(const ClusterSpec& spec, const NodeSpec& node) {
@@ -180,6 +208,7 @@ nlohmann::json playbook_variables(const ClusterSpec& spec, const NodeSpec& node)
   derive_kubernetes_join(vars);
   derive_rdma_qos(vars);
   derive_compute_interfaces(vars);
+  derive_container_engine(vars);
   vars["gpuexpand"] = {{"acceptance_reservation", acceptance_reservation(node.name)},
                        {"acceptance_record", kAcceptanceRecordPath}};
   // Always a list: a spec that drops its last source must still prune it.

@@ -12,7 +12,21 @@ namespace {
 
 class Command final : public StepKind {
  public:
-  Command() : StepKind("command", {"run", "check", "rollback"}, {"delegate_to"}) {}
+  Command() : StepKind("command", {"run", "check", "rollback"}, {"delegate_to", "saves"}) {}
+
+  // `saves`: files the command changes (what another tool writes, such as
+  // nvidia-ctk): the phase's checkpoint keeps them and its restore puts
+  // them back, so `rollback` need only restart what reads them.
+  Result<void> check_rendered(const json& params) const override {
+    if (!params.contains("saves") || params["saves"].is_null()) return {};
+    bool ok = params["saves"].is_array();
+    if (ok) {
+      for (const auto& p : params["saves"]) ok = ok && p.is_string() && !p.get<std::string>().empty() && p.get<std::string>()[0] == '/';
+    }
+    if (!ok) return make_error("'saves' must be a list of absolute paths");
+    if (params.contains("delegate_to")) return make_error("'saves' names files on the node: not with delegate_to");
+    return {};
+  }
 
   void request_facts(const ResolvedStep& step, FactsRequest& request) const override {
     const json& p = step.params;
@@ -47,6 +61,7 @@ class Command final : public StepKind {
   void touch(const ResolvedStep& step, PhaseTouch& touch) const override {
     (delegated_to_controller(step) ? touch.controller_rollbacks : touch.command_rollbacks)
         .push_back(string_param(step.params, "rollback"));
+    for (const auto& path : string_names(step.params.value("saves", json()))) touch.files.insert(path);
   }
 
   bool delegated_to_controller(const ResolvedStep& step) const override {

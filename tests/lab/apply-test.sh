@@ -357,6 +357,35 @@ check "  nvidia-smi still reports 550.90.07" on node-02 550.90.07 \
 out=$("$gx" apply "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
 check "  and 550 has nothing left to change" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
 
+# ---------------------------------------------------------------- GPU containers
+# node-02 (NVIDIA's 550 packages from above) gets containerd (Debian's, a
+# real daemon) and the container toolkit (a stand-in nvidia-ctk, as 1.17.8
+# writes: tests/fixtures/nvidia-repo/SOURCES.md): nvidia-ctk configures the
+# nvidia runtime into containerd's config.toml and containerd restarts; the
+# CDI spec lists the 8 GPUs of the driver in use. A failure later in the
+# phase puts config.toml back byte for byte.
+containers='.defaults.os.packages += ["containerd"] | .defaults.gpu += {container_toolkit: true, container_runtime: "containerd"}'
+spec_with "$work/ctr.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4"} | '"$containers"
+spec_with "$work/ctrdcgm.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4", dcgm: true} | '"$containers"
+gxrun apply "$work/ctr.yaml" --limit node-02 --until os-init --state "$state"
+check "containerd from Debian installed and running" on node-02 active "systemctl is-active containerd"
+pristine=$(sshn node-02 "sha256sum < /etc/containerd/config.toml")
+gxrun apply "$work/ctrdcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
+check "toolkit and runtime, then a failing DCGM step: exit 3" grep -q "at step dcgm-package" <<<"$out"
+check "  containerd's config.toml is back byte for byte, containerd still running" \
+  test "$(sshn node-02 "sha256sum < /etc/containerd/config.toml; systemctl is-active containerd")" = "$pristine
+active"
+check "  the toolkit is gone again" on node-02 absent "command -v nvidia-ctk >/dev/null && echo present || echo absent"
+gxrun apply "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state"
+check "container toolkit, containerd runtime and CDI: exit 0" test "$rc" -eq 0
+check "  containerd's config names NVIDIA's runtime, and containerd restarted with it" sshn node-02 \
+  "grep -q '^    BinaryName = \"/usr/bin/nvidia-container-runtime\"' /etc/containerd/config.toml && systemctl is-active -q containerd"
+check "  the CDI spec lists the 8 GPUs by index and UUID, and all" on node-02 17 \
+  "nvidia-ctk cdi list 2>/dev/null | grep -c '^nvidia.com/gpu='"
+check "  it is the spec of the driver in use" sshn node-02 "grep -qF 'libcuda.so.550.90.07' /etc/cdi/nvidia.yaml"
+out=$("$gx" apply "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
+check "  and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
+
 # ---------------------------------------------------------------- rollback --to
 # node-01 converged; walk it back to the state right after os-init.
 converged "$work/lab.yaml" node-01

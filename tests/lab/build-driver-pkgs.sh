@@ -150,3 +150,25 @@ for entry in "${VENDOR_BRANCHES[@]}"; do
     "Installed-Size: 1"
   finish "$root" "cuda-toolkit-${cuda_name}_${cuda_version}_amd64.deb"
 done
+
+# NVIDIA Container Toolkit 1.17.8 (NVIDIA's libnvidia-container repository):
+# nvidia-container-toolkit-base carries nvidia-ctk (a stand-in, see
+# driver-pkg/nvidia-ctk) and nvidia-container-runtime; nvidia-container-toolkit
+# the runtime hook and depends on the base at the same version.
+toolkit=1.17.8-1
+root=$(mktemp -d)
+install -d "$root/DEBIAN" "$root/usr/bin"
+install -m 0755 "$pkg/nvidia-ctk" "$root/usr/bin/nvidia-ctk"
+printf '#!/bin/sh\necho "nvidia-container-runtime: gpuexpand lab stand-in: no GPU containers here" >&2\nexit 1\n' \
+  >"$root/usr/bin/nvidia-container-runtime"
+chmod 0755 "$root/usr/bin/nvidia-container-runtime"
+control "$root/DEBIAN/control" nvidia-container-toolkit-base "$toolkit" "NVIDIA Container Toolkit Base" "Installed-Size: 16"
+finish "$root" "nvidia-container-toolkit-base_${toolkit}_amd64.deb"
+root=$(mktemp -d)
+install -d "$root/DEBIAN" "$root/usr/bin"
+printf '#!/bin/sh\necho "nvidia-container-runtime-hook: gpuexpand lab stand-in" >&2\nexit 1\n' \
+  >"$root/usr/bin/nvidia-container-runtime-hook"
+chmod 0755 "$root/usr/bin/nvidia-container-runtime-hook"
+control "$root/DEBIAN/control" nvidia-container-toolkit "$toolkit" "NVIDIA Container toolkit" "Installed-Size: 8" \
+  "Depends: nvidia-container-toolkit-base (= $toolkit)"
+finish "$root" "nvidia-container-toolkit_${toolkit}_amd64.deb"

@@ -156,6 +156,8 @@ check "${nodes[0]}: NVIDIA's names and versions of two branches (tests/fixtures/
   test "$policy" = "$(printf '%s\n' 'cuda-drivers-535 535.183.01-1' 'cuda-drivers-550 550.90.07-1' 'cuda-toolkit-12-2 12.2.2-1' \
     'cuda-toolkit-12-4 12.4.1-1' 'nvidia-driver-535 535.183.01-0ubuntu1' 'nvidia-driver-550 550.90.07-0ubuntu1' \
     'nvidia-fabricmanager-535 535.183.01-1' 'nvidia-fabricmanager-550 550.90.07-1')"
+check "${nodes[0]}: NVIDIA's container toolkit 1.17.8-1 and Debian's containerd are offered" with_lab_source "${nodes[0]}" \
+  'apt-cache madison nvidia-container-toolkit nvidia-container-toolkit-base | grep -c " 1.17.8-1 " | grep -qx 2 && apt-cache show containerd >/dev/null'
 check "${nodes[0]}: the repository has the phase packages" with_lab_source "${nodes[0]}" \
   'for p in chrony prometheus-node-exporter slurmd munge rdma-core ibverbs-utils infiniband-diags sshfs rsync jq; do apt-cache show "$p" >/dev/null 2>&1 || exit 1; done'
 check "${nodes[0]}: the temporary source is gone again" sshn "$first" 'test -z "$(ls -A /etc/apt/sources.list.d)"'

@@ -241,6 +241,41 @@ TEST_F(AcceptanceScript, AllPassWithHealthyStandIns) {
   EXPECT_EQ(read_node_acceptance(prepared, out).held_in, "gpuexpand-accept-node-01");
 }
 
+// GPUs inside a container: docker through the nvidia runtime when the spec
+// configured docker, else podman through CDI; the exact command lines are
+// what the stand-ins accept.
+TEST_F(AcceptanceScript, AContainerSeesTheGpus) {
+  const std::string image = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04";
+  auto settings_for = [&](const std::string& runtime, const std::string& with_image) {
+    return json{{"node", "node-01"},
+                {"checks", {"container"}},
+                {"job_timeout", 10},
+                {"container", {{"runtime", runtime}, {"image", with_image}, {"expected_count", 8}}}};
+  };
+  auto check = [&](const json& settings) {
+    return statuses(merge_check_results(settings, {}, parse_acceptance_output(run(acceptance_script(settings, {}, AcceptanceMode::Apply)))));
+  };
+  const std::string eight = "for i in 0 1 2 3 4 5 6 7; do echo \"GPU $i: NVIDIA H100 80GB HBM3 (UUID: GPU-$i)\"; done";
+  tool("docker", "[ \"$*\" = 'run --rm --runtime=nvidia --gpus all " + image + " nvidia-smi -L' ] || exit 125; " + eight);
+  EXPECT_EQ(check(settings_for("docker", image)), "container=pass: a docker container sees 8 GPUs (" + image + ")\n");
+  EXPECT_EQ(check(settings_for("docker", "")), "container=skip: no validation.container_image to run\n");
+  // containerd configured (a Kubernetes node): podman reads the CDI spec.
+  tool("podman", "[ \"$*\" = 'run --rm --device nvidia.com/gpu=all --security-opt=label=disable " + image +
+                     " nvidia-smi -L' ] || exit 125; for i in 0 1 2 3 4 5 6; do echo \"GPU $i: NVIDIA H100 80GB HBM3\"; done");
+  EXPECT_EQ(check(settings_for("containerd", image)),
+            "container=fail: a podman container sees 7 GPUs, wanted 8: GPU 6: NVIDIA H100 80GB HBM3\n");
+  // With pyxis: a job on the node, in its acceptance reservation, asking for its GPUs.
+  json pyxis = settings_for("containerd", image);
+  pyxis["container"]["pyxis_reservation"] = "gpuexpand-accept-node-01";
+  tool("srun", "[ \"$*\" = '-Q --reservation=gpuexpand-accept-node-01 -w node-01 -N 1 --gres=gpu:8 --container-image=" + image +
+                   " nvidia-smi -L' ] || exit 1; " + eight);
+  EXPECT_EQ(check(pyxis), "container=pass: a Slurm job (pyxis) container sees 8 GPUs (" + image + ")\n");
+  std::system(("rm -f " + shell_quote(dir_ + "/bin/podman")).c_str());
+  if (std::system("command -v podman >/dev/null 2>&1") == 0) GTEST_SKIP() << "this machine has podman itself";
+  EXPECT_EQ(check(settings_for("containerd", image)),
+            "container=skip: no engine to run a container: docker (container_runtime: docker) or podman (CDI)\n");
+}
+
 TEST_F(AcceptanceScript, ThePlaybooksOwnChecksRunOnTheNode) {
   json settings = {{"node", "node-01"},
                    {"checks", {"ok-check", "bad-check", "slow-check", "never-reached"}},

@@ -187,6 +187,23 @@ TEST(Checkpoint, TouchSetOfAPhase) {
   EXPECT_EQ(touch.sysctl_keys, (std::set<std::string>{"net.core.somaxconn", "vm.swappiness"}));
 }
 
+// A command that names the files it changes (saves): the checkpoint keeps
+// them; a path that is not absolute, or saves on the controller, is refused.
+TEST(Checkpoint, ACommandsSavedFilesAreInTheCheckpoint) {
+  const ResolvedStep configure = step("command", {{"run", "nvidia-ctk runtime configure --runtime=containerd"},
+                                                  {"check", "false"},
+                                                  {"rollback", "systemctl try-restart containerd"},
+                                                  {"saves", {"/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"}}});
+  const PhaseTouch touch = phase_touch({configure});
+  EXPECT_EQ(touch.files, (std::set<std::string>{"/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml"}));
+  EXPECT_EQ(touch.command_rollbacks, std::vector<std::string>{"systemctl try-restart containerd"});
+  const StepKind* command = find_step_kind("command");
+  EXPECT_EQ(command->check_rendered({{"run", "x"}, {"saves", {"etc/x"}}}).error().message,
+            "'saves' must be a list of absolute paths");
+  EXPECT_EQ(command->check_rendered({{"run", "x"}, {"saves", {"/x"}}, {"delegate_to", "controller"}}).error().message,
+            "'saves' names files on the node: not with delegate_to");
+}
+
 TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
   const std::string base = "/tmp/gpx-ckpt-" + std::to_string(::getpid());
   run_sh("rm -rf " + base + " && mkdir -p " + base + "/etc");
@@ -224,8 +241,10 @@ TEST(Checkpoint, RestoresFilesByteForByteAndRemovesNewOnes) {
 
 // A step that replaces another driver branch: the checkpoint saves what
 // its patterns match, the restore purges the new branch and puts the old
-// one back, held as it was. apt and dpkg are stand-ins reading a status
-// file, so what the scripts ask of them is what is checked.
+// one back, held as it was, and a dependency the phase pulled in goes
+// (libc6, automatic too but there before, stays). apt and dpkg are
+// stand-ins reading a status file, so what the scripts ask of them is what
+// is checked.
 TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
   const std::string base = "/tmp/gpx-replace-" + std::to_string(::getpid());
   run_sh("rm -rf " + base + " && mkdir -p " + base + "/bin");
@@ -234,7 +253,7 @@ TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
       "# dpkg-query -W [-f=FORMAT] NAME|PATTERN...: lines of the status file that match\n"
       "shift; f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'\n"
       "case $1 in -f=*) f=${1#-f=}; shift ;; esac\n"
-      "rc=1\n"
+      "rc=1; [ $# -gt 0 ] || set -- '*'\n"
       "for p in \"$@\"; do while IFS='\t' read -r n st v; do case $n in $p)\n"
       "  rc=0; printf \"$(printf '%s' \"$f\" | sed -e \"s/\\${Package}/$n/\" -e \"s/\\${db:Status-Abbrev}/$st/\" -e \"s/\\${Version}/$v/\")\"\n"
       "esac; done < " + base + "/status; done; exit $rc\n";
@@ -242,7 +261,8 @@ TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
   std::ofstream(base + "/bin/apt-get") << "#!/bin/sh\necho apt-get \"$@\" >> " + base + "/log\n"
                                           "[ \"$1\" = purge ] && for a in \"$@\"; do sed -i \"/^$a\t/d\" " + base +
                                               "/status; done; exit 0\n";
-  std::ofstream(base + "/bin/apt-mark") << "#!/bin/sh\necho apt-mark \"$@\" >> " + base + "/log\n";
+  std::ofstream(base + "/bin/apt-mark") << "#!/bin/sh\n[ \"$1\" = showauto ] && { echo libnvidia-dep; echo libc6; exit 0; }\n"
+                                           "echo apt-mark \"$@\" >> " + base + "/log\n";
   run_sh("chmod +x " + base + "/bin/*");
   PhaseTouch touch;
   touch.packages = {"cuda-drivers-550", "nvidia-driver-550"};
@@ -250,20 +270,21 @@ TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
   const std::string path = "PATH=" + base + "/bin:$PATH\n";
   // Before the phase: the 535 branch, held.
   std::ofstream(base + "/status") << "cuda-drivers-535\thi \t535.183.01-1\nnvidia-driver-535\thi \t535.183.01-0ubuntu1\n"
-                                     "chrony\tii \t4.3-2\n";
+                                     "chrony\tii \t4.3-2\nlibc6\tii \t2.36-9\n";
   auto taken = run_sh(path + checkpoint_script(4, "gpu-driver", touch, base + "/ck"));
   ASSERT_EQ(taken.status, 0) << taken.out;
   EXPECT_EQ(slurp(base + "/ck/4/gpu-driver/packages"),
             "cuda-drivers-535\t535.183.01-1\th\nnvidia-driver-535\t535.183.01-0ubuntu1\th\n");
-  // The phase moved the node to 550.
+  // The phase moved the node to 550, which pulled in a dependency.
   std::ofstream(base + "/status") << "cuda-drivers-550\thi \t550.90.07-1\nnvidia-driver-550\thi \t550.90.07-0ubuntu1\n"
-                                     "chrony\tii \t4.3-2\n";
+                                     "chrony\tii \t4.3-2\nlibc6\tii \t2.36-9\nlibnvidia-dep\tii \t1.0\n";
   auto restored = run_sh(path + restore_script(4, "gpu-driver", touch, base + "/ck"));
   EXPECT_EQ(restored.status, 0) << restored.out;
   EXPECT_EQ(slurp(base + "/log"),
             "apt-get purge -y -q --allow-change-held-packages cuda-drivers-550 nvidia-driver-550\n"
             "apt-get install -y -q --allow-downgrades --allow-change-held-packages -o Dpkg::Options::=--force-confdef "
             "-o Dpkg::Options::=--force-confold cuda-drivers-535=535.183.01-1 nvidia-driver-535=535.183.01-0ubuntu1\n"
+            "apt-get purge -y -q --allow-change-held-packages libnvidia-dep\n"
             "apt-mark hold cuda-drivers-535\n"
             "apt-mark hold nvidia-driver-535\n");
   run_sh("rm -rf " + base);

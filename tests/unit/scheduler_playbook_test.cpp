@@ -167,6 +167,22 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
   EXPECT_NE(::access((dir_ + "/var/slurm-features-before").c_str(), F_OK), 0);
 }
 
+// pyxis: enroot and the plugin's package installed, its plugstack line for
+// the plugin the Debian package installs, slurmd restarted for it.
+TEST_F(SchedulerPlaybook, PyxisPackagesAndPlugin) {
+  const auto steps = scheduler_steps(lab_rack_with("pyxis.yaml", "      mode: dynamic\n      pyxis: true"));
+  EXPECT_EQ(step(steps, "pyxis-packages").params["names"], (json{"enroot", "enroot+caps", "nvslurm-plugin-pyxis"}));
+  EXPECT_EQ(step(steps, "pyxis-plugin").params["path"], "/etc/slurm/plugstack.conf.d/pyxis.conf");
+  EXPECT_EQ(step(steps, "pyxis-plugin").params["content"], "required /usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so\n");
+  bool restarts = false;
+  for (const auto& phase : plan_.phases) {
+    for (const auto& c : phase.changes) restarts = restarts || (phase.phase == "scheduler" && c.target == "service slurmd");
+  }
+  EXPECT_TRUE(restarts);
+  const auto none = scheduler_steps("examples/lab-rack.yaml");
+  EXPECT_THROW(step(none, "pyxis-packages"), std::runtime_error) << "only where the spec asks";
+}
+
 TEST_F(SchedulerPlaybook, KubeadmJoinConfigurationAndCommands) {
   const auto steps = scheduler_steps("examples/k8s-rack.yaml");
   const auto& token = step(steps, "kubeadm-token");
