@@ -58,8 +58,15 @@ nlohmann::json node_variables(const ClusterSpec& spec, const NodeSpec& node) {
 namespace gpuexpand {
 
 std::string spec_digest(const ClusterSpec& spec) {
+  // Files beside the spec count by their path from it: the same spec and
+  // keys in another checkout have the same identity.
+  const auto slash = spec.file.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : spec.file.substr(0, slash + 1);
   std::string identity = spec.document.dump();
-  for (const auto& [path, digest] : spec.local_file_digests) identity += "\n" + path + "=" + digest;
+  for (const auto& [path, digest] : spec.local_file_digests) {
+    const bool beside = !dir.empty() && path.rfind(dir, 0) == 0;
+    identity += "\n" + (beside ? path.substr(dir.size()) : path) + "=" + digest;
+  }
   return sha256_hex(identity);
 }
 
