@@ -6,11 +6,14 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <csignal>
+#include <optional>
 #include <iostream>
 
 #include "commands.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
+#include "gpuexpand/util/spellcheck.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -44,6 +47,27 @@ void raise_open_file_limit() {
   }
 }
 
+// The first word that is neither an option nor an option's value names
+// the command; one that names none gets "did you mean".
+std::optional<std::string> unknown_command(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands({})) names.push_back(command->get_name());
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") return std::nullopt;
+    if (word.rfind("-", 0) == 0) {
+      // A global option that takes a value in the next word.
+      if ((word == "--log-file" || word == "--data-dir" || word == "--color") && i + 1 < argc) ++i;
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), word) != names.end()) return std::nullopt;
+    std::string message = "unknown command '" + word + "'";
+    if (auto suggestion = closest_match(word, names)) message += " (did you mean '" + *suggestion + "'?)";
+    return message;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -53,6 +77,8 @@ int run_cli(int argc, char** argv) {
   try {
     CLI::App app{"gpuexpand: add GPU nodes to a running training cluster, safely and repeatably"};
     app.require_subcommand(1);
+    // Global flags anywhere on the line: `gpuexpand plan spec.yaml -v`.
+    app.fallthrough();
     app.set_version_flag("--version", std::string("gpuexpand ") + GPUEXPAND_VERSION);
     cli::GlobalOptions options;
     app.add_flag("-v,--verbose", options.verbosity, "More detail (-vv for debug)");
@@ -61,7 +87,9 @@ int run_cli(int argc, char** argv) {
                    "Read schemas/ and playbooks/ from this directory instead of the built-in copies")
         ->envname("GPUEXPAND_DATA_DIR")
         ->check(CLI::ExistingDirectory);
-    app.add_flag("--no-color", options.no_color, "Plain output even on a terminal (also NO_COLOR)");
+    app.add_option("--color", options.color, "Colour: auto (on a terminal, unless NO_COLOR is set), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
+    app.add_flag("--no-color", options.no_color, "The same as --color never (also NO_COLOR)");
     app.footer(
         "Exit codes: 0 success, nothing pending; 1 error; 2 plan --detailed-exitcode found changes;\n"
         "            3 apply finished but some nodes failed (rolled back); 4 another run holds the lock;\n"
@@ -78,6 +106,10 @@ int run_cli(int argc, char** argv) {
     cli::add_rollback_command(app, action);
     cli::add_verify_command(app, action);
 
+    if (auto unknown = unknown_command(app, argc, argv)) {
+      std::cerr << "gpuexpand: " << *unknown << "\nRun 'gpuexpand --help' for the commands.\n";
+      return kExitError;
+    }
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -1,4 +1,5 @@
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/view/plan_text.hpp"
 
 namespace gpuexpand::cli {
 namespace {
@@ -36,7 +38,40 @@ void request_stop(int signal_number) {
 struct ApplyOptions : NodeCommandOptions {
   std::string batch, max_fail;
   std::string until;
+  bool auto_approve = false;
 };
+
+// Terraform's convention: apply shows what it would change and asks,
+// unless told not to (-y), or the spec is a saved plan (that was the
+// review); without a terminal to ask on it refuses, naming the flag.
+// Asked before the run is recorded: nothing is locked while a person reads.
+// Returns false when the operator did not say yes (or there is nothing to do).
+bool confirmed(Context& context, const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+               const ApplyOptions& options) {
+  if (::isatty(STDIN_FILENO) == 0) {
+    throw CommandFailed{kExitError,
+                        "apply asks before it changes nodes, and there is no terminal to ask on: add --auto-approve (-y), "
+                        "or review a saved plan (plan --out plan.json) and apply that"};
+  }
+  auto runner = make_ssh_runner(spec, nodes, options.ssh, {});
+  FactsByNode facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+  const Plan plan = make_plan(spec, nodes, context.playbooks(), facts, utc_now_rfc3339());
+  PlanTextOptions text;
+  text.color = context.use_color();
+  std::cout << render_plan_text(plan, text);
+  const PlanSummary summary = plan.summary();
+  if (!plan.has_changes() && summary.unreachable == 0 && summary.errors == 0) {
+    std::cout << "\nNothing to change.\n";
+    return false;
+  }
+  std::cout << "\nApply these changes to " << summary.to_change << (summary.to_change == 1 ? " node" : " nodes")
+            << "? Only 'yes' is taken as yes: " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer) || answer != "yes") {
+    throw CommandFailed{kExitError, "apply cancelled: nothing was changed"};
+  }
+  return true;
+}
 
 std::optional<CountOrPercent> parse_limit_option(const std::string& text, const char* flag) {
   if (text.empty()) return std::nullopt;
@@ -90,6 +125,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   if (const auto problems = preflight_problems(spec, nodes); !problems.empty()) {
     throw CommandFailed{kExitError, preflight_message(problems)};
   }
+  if (!saved_plan && !options.auto_approve && !confirmed(context, spec, nodes, options)) return kExitOk;
 
   // The run and the node locks, in one transaction. A holder that died
   // (SIGKILL, power loss) on this host is taken over: that is the resume.
@@ -170,10 +206,14 @@ void add_apply_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
+  cmd->add_flag("-y,--auto-approve", options->auto_approve,
+                "Do not show the plan and ask first (needed without a terminal; a saved plan is never asked about)");
   cmd->add_option("--until", options->until,
                   "Stop after this phase: e.g. --until scheduler registers nodes and leaves them held for acceptance")
       ->check(CLI::IsMember(phase_order()));
-  cmd->footer("Examples:\n  gpuexpand apply spec.yaml\n  gpuexpand apply spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n\n"
+  cmd->footer("Examples:\n  gpuexpand apply spec.yaml                      (shows the plan, asks for 'yes')\n"
+              "  gpuexpand apply -y spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n"
+              "  gpuexpand plan spec.yaml --out plan.json && gpuexpand apply plan.json\n\n"
               "Each phase is checkpointed on the node first and rolled back if a step or its verification fails.\n"
               "Exit 0: all nodes converged; 3: some nodes failed (rolled back); 130: interrupted.");
 }

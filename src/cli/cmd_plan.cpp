@@ -17,6 +17,7 @@ struct PlanOptions : NodeCommandOptions {
   std::string out_file;
   bool detailed_exitcode = false;
   bool no_fold = false;
+  bool diff = false;
   std::string save_facts;
 };
 
@@ -55,6 +56,7 @@ int run_plan(Context& context, const PlanOptions& options) {
     text.color = context.use_color();
     text.fold = !options.no_fold;
     text.show_steps = context.options().verbosity > 0;
+    text.diff = options.diff;
     std::cout << render_plan_text(plan, text);
     if (!options.out_file.empty()) std::cout << "Saved the plan to " << options.out_file << "\n";
   }
@@ -87,9 +89,13 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
                 "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");
   cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
+  cmd->add_flag("--diff", options->diff,
+                "Under each file change, the unified diff of its content (values of password, secret, token and key "
+                "settings masked)");
   cmd->footer("Examples:\n  gpuexpand plan spec.yaml                     (asks every node over SSH)\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
-              "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n\n"
+              "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n"
+              "  gpuexpand plan spec.yaml --limit rack=r07 --diff\n\n"
               "Markers: + create  ~ update  - remove  ? decided on the node (the facts do not say)");
 }
 

@@ -70,7 +70,9 @@ const PlaybookSet& Context::playbooks() {
 bool Context::stdout_is_terminal() const { return isatty(STDOUT_FILENO) == 1; }
 
 bool Context::use_color() const {
-  return !options_.no_color && std::getenv("NO_COLOR") == nullptr && stdout_is_terminal();
+  if (options_.no_color || options_.color == "never") return false;
+  if (options_.color == "always") return true;
+  return std::getenv("NO_COLOR") == nullptr && stdout_is_terminal();
 }
 
 std::string expand_home(const std::string& path) { return expand_home_path(path); }

@@ -26,6 +26,7 @@ struct GlobalOptions {
   std::string log_file;
   std::string data_dir;  // read schemas/ and playbooks/ from here instead of the embedded copies
   bool no_color = false;
+  std::string color = "auto";  // auto (a terminal without NO_COLOR), always, never
 };
 
 // A fatal error already explained to the operator: main prints the

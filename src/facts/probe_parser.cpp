@@ -4,6 +4,8 @@
 
 #include <fnmatch.h>
 
+#include "gpuexpand/util/utf8.hpp"
+
 #include <charconv>
 #include <map>
 #include <algorithm>
@@ -79,6 +81,20 @@ std::string trimmed(const std::string& s) {
   const auto begin = s.find_first_not_of(" \t\r\n");
   if (begin == std::string::npos) return "";
   return s.substr(begin, s.find_last_not_of(" \t\r\n") - begin + 1);
+}
+
+// A check's answer: its exit code, then the last line it printed (its
+// own words on what is wrong), kept when there is one.
+void record_check(const Section& s, json& facts) {
+  const auto body_lines = lines_of(s.body);
+  if (body_lines.empty()) return;
+  auto code = to_number<int>(trimmed(body_lines.front()));
+  if (!code) return;
+  facts["checks"][s.arg] = *code;
+  if (body_lines.size() > 1) {
+    const std::string said = trimmed(replace_invalid_utf8(body_lines[1]));
+    if (!said.empty()) facts["check_output"][s.arg] = said;
+  }
 }
 
 json os_facts(const std::string& os_release, const std::string& kernel, const std::string& managers) {
@@ -459,7 +475,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       long size = 0, used = 0, avail = 0;
       if (in >> fs >> size >> used >> avail) facts["disk_free_bytes"][s.arg] = avail;
     } else if (s.name == "check") {
-      if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+      record_check(s, facts);
     }
   }
   json held = json::array();
@@ -526,7 +542,7 @@ Result<void> merge_controller_checks(std::string_view output, nlohmann::json& fa
   if (!facts.contains("checks") || !facts["checks"].is_object()) facts["checks"] = json::object();
   for (const auto& s : sections) {
     if (s.name == "check") {
-      if (auto code = to_number<int>(trimmed(s.body))) facts["checks"][s.arg] = *code;
+      record_check(s, facts);
     } else if (s.name == "digest") {
       const std::string digest = trimmed(s.body);
       const bool hex = digest.size() == 64 && digest.find_first_not_of("0123456789abcdef") == std::string::npos;

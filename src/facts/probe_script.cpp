@@ -14,8 +14,11 @@ namespace {
 std::string check_lines(const std::map<std::string, std::string>& checks) {
   std::string s;
   for (const auto& [key, command] : checks) {
-    s += "m check " + shell_quote(key) + "; timeout 60 sh -c " + shell_quote(command) +
-         " </dev/null >/dev/null 2>&1; echo $?\n";
+    // The exit code, then the last line the check printed (at most 200
+    // bytes): what a check says about itself ("MTU 1500, wanted 9000")
+    // becomes the plan's reason. Shell builtins only past the check itself.
+    s += "m check " + shell_quote(key) + "; o=$(timeout 60 sh -c " + shell_quote(command) +
+         " </dev/null 2>/dev/null); echo $?; o=${o##*\n}; printf '%.200s\\n' \"$o\"\n";
   }
   return s;
 }

@@ -1,5 +1,7 @@
 #include "gpuexpand/plan/plan.hpp"
 
+#include <algorithm>
+
 namespace gpuexpand {
 
 std::string status_name(NodeStatus status) {
@@ -29,6 +31,11 @@ PlanSummary Plan::summary() const {
       case NodeStatus::Error: ++s.errors; break;
     }
     s.changes += node.change_count();
+    const bool reboots = std::any_of(node.phases.begin(), node.phases.end(), [](const PhasePlan& phase) {
+      return std::any_of(phase.changes.begin(), phase.changes.end(),
+                         [](const PlannedChange& c) { return c.type == "reboot" && c.action != ChangeAction::Unknown; });
+    });
+    if (reboots) ++s.reboots;
   }
   return s;
 }

@@ -197,16 +197,25 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
 }
 
 std::string decision_facts_digest(const json& facts) {
-  static const char* const kDecisionSections[] = {"os",       "hostname", "timezone",       "sysctl", "packages",
-                                                  "files",    "services", "kernel_modules", "mounts", "fstab",
-                                                  "checks",   "scheduler", "controller_files"};
+  static const char* const kDecisionSections[] = {
+      "os",     "hostname",  "timezone",         "sysctl",        "packages",           "held_packages",
+      "files",  "services",  "kernel_modules",   "mounts",        "fstab",              "checks",
+      "scheduler", "controller_files", "package_candidates", "directories", "apt_sources"};
   json relevant = json::object();
   for (const char* section : kDecisionSections) {
     if (facts.contains(section)) relevant[section] = facts[section];
   }
   if (facts.contains("gpus")) {
-    for (const char* key : {"driver_version", "count", "model", "persistence_mode", "gres_file"}) {
+    for (const char* key : {"driver_version", "driver_mismatch", "count", "model", "persistence_mode", "gres_file"}) {
       if (facts["gpus"].contains(key)) relevant["gpus"][key] = facts["gpus"][key];
+    }
+  }
+  // Of the network, what address steps decide on (not link states).
+  if (facts.contains("network") && facts["network"].is_object() && facts["network"].contains("interfaces")) {
+    for (const auto& i : facts["network"]["interfaces"]) {
+      if (!i.is_object()) continue;
+      relevant["interfaces"].push_back({{"name", i.value("name", json())}, {"mtu", i.value("mtu", json())},
+                                        {"addresses", i.value("addresses", json())}});
     }
   }
   return sha256_hex(relevant.dump());

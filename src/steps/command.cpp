@@ -52,11 +52,20 @@ class Command final : public StepKind {
     if (!code) {
       d.add(ChangeAction::Unknown, target, "check not run yet; decided on the node");
     } else if (code->get<int>() != 0) {
-      d.add(ChangeAction::Update, target, "check exited " + std::to_string(code->get<int>()));
+      // The check's own last line says what is wrong, when it says it.
+      const json* outputs = member(facts, "check_output");
+      const json* said = outputs ? member(*outputs, step.key) : nullptr;
+      d.add(ChangeAction::Update, target,
+            said && said->is_string() && !said->get<std::string>().empty()
+                ? said->get<std::string>()
+                : "check exited " + std::to_string(code->get<int>()));
     }
   }
 
-  void predict(const ResolvedStep& step, json& facts) const override { facts["checks"][step.key] = 0; }
+  void predict(const ResolvedStep& step, json& facts) const override {
+    facts["checks"][step.key] = 0;
+    if (facts.contains("check_output") && facts["check_output"].is_object()) facts["check_output"].erase(step.key);
+  }
 
   void touch(const ResolvedStep& step, PhaseTouch& touch) const override {
     (delegated_to_controller(step) ? touch.controller_rollbacks : touch.command_rollbacks)

@@ -1,5 +1,7 @@
 #include "gpuexpand/steps/decision.hpp"
 
+#include "gpuexpand/util/text_diff.hpp"
+
 #include <algorithm>
 #include <sstream>
 
@@ -68,6 +70,10 @@ void Decision::compare_scalar(const char* section, const char* param_key) {
 
 void Decision::add(ChangeAction action, const std::string& target, const std::string& reason) {
   out_.push_back({step_.key, step_.type, action, target, reason});
+}
+
+void Decision::attach_diff(const std::string& current, const std::string& wanted) {
+  if (!out_.empty()) out_.back().diff = unified_diff(current, wanted);
 }
 
 void Decision::add_bookkeeping(ChangeAction action, const std::string& target, const std::string& reason) {

@@ -16,13 +16,19 @@ class File final : public StepKind {
 
   void decide(const StepInstance&, const json&, Decision& d) const override {
     const std::string path = d.param("path");
-    const json* f = d.existing_file(path);
-    if (!f) return;
     std::string wanted = d.param("content");
+    const json* f = d.file_facts(path);
+    if (!f) return;
+    if (!f->value("exists", false)) {
+      d.add(ChangeAction::Create, path, "does not exist");
+      d.attach_diff("", wanted);  // the whole new file
+      return;
+    }
     if (member(*f, "content")) {
       const std::string current = param_text(*f, "content");
       if (current != wanted) {
         d.add(ChangeAction::Update, path, "content differs (" + line_change_summary(current, wanted) + ")");
+        d.attach_diff(current, wanted);
       }
     } else if (member(*f, "sha256")) {
       if (param_text(*f, "sha256") != sha256_hex(wanted)) d.add(ChangeAction::Update, path, "content differs");

@@ -1,6 +1,8 @@
 #include "gpuexpand/view/plan_text.hpp"
 
+#include <algorithm>
 #include <map>
+#include <regex>
 
 #include "gpuexpand/util/hostlist.hpp"
 
@@ -42,7 +44,28 @@ std::string color_marker(char marker, bool color) {
 std::string change_line(const PlannedChange& c, const PlanTextOptions& options) {
   std::string line = "    " + color_marker(action_marker(c.action), options.color) + " " + c.target + ": " + c.reason;
   if (options.show_steps) line += "  [" + c.step + "]";
+  if (options.diff && !c.diff.empty()) {
+    std::string diff = mask_secrets(c.diff);
+    if (!diff.empty() && diff.back() == '\n') diff.pop_back();
+    size_t start = 0;
+    while (start <= diff.size()) {
+      const size_t end = std::min(diff.find('\n', start), diff.size());
+      line += "\n        " + diff.substr(start, end - start);
+      start = end + 1;
+    }
+  }
   return line;
+}
+
+// `text` with the node's own values as placeholders.
+std::string abstracted(const NodePlan& node, std::string text) {
+  // The longer values first: a compute address may contain the
+  // management address ("10.40.1.1" in "10.40.1.11/24" is no token, but
+  // "10.40.1.1/24" has it as one).
+  for (const auto& [placeholder, value] : node.own_values) text = replace_token(text, value, placeholder);
+  text = replace_token(text, node.node, "{node.name}");
+  if (node.address != node.node) text = replace_token(text, node.address, "{node.address}");
+  return text;
 }
 
 // The body of a node's plan with its own name and address abstracted.
@@ -52,15 +75,52 @@ std::string node_body(const NodePlan& node, const PlanTextOptions& options, bool
     body += "  " + phase.phase + "\n";
     for (const auto& change : phase.changes) body += change_line(change, options) + "\n";
   }
-  if (abstract) {
-    // The longer values first: a compute address may contain the
-    // management address ("10.40.1.1" in "10.40.1.11/24" is no token, but
-    // "10.40.1.1/24" has it as one).
-    for (const auto& [placeholder, value] : node.own_values) body = replace_token(body, value, placeholder);
-    body = replace_token(body, node.node, "{node.name}");
-    if (node.address != node.node) body = replace_token(body, node.address, "{node.address}");
+  return abstract ? abstracted(node, body) : body;
+}
+
+// What each changed step will write or run (its rendered parameters), by
+// step key, with the node's own values abstracted: two nodes whose change
+// lines read the same may still get different files (a rack's Slurm
+// features in a drop-in), and must not fold together.
+std::map<std::string, std::string> node_content(const NodePlan& node) {
+  // Parameters are machine text: the node's values stand anywhere in them
+  // ("gpuexpand-accept-NODE"), not only as whole words.
+  auto replace_all = [](std::string text, const std::string& value, const std::string& with) {
+    if (value.empty()) return text;
+    for (size_t at = text.find(value); at != std::string::npos; at = text.find(value, at + with.size())) {
+      text.replace(at, value.size(), with);
+    }
+    return text;
+  };
+  std::map<std::string, std::string> content;
+  for (const auto& phase : node.phases) {
+    for (const auto& step : phase.steps) {
+      std::string text = step.params.dump();
+      for (const auto& [placeholder, value] : node.own_values) text = replace_all(text, value, placeholder);
+      text = replace_all(text, node.node, "{node.name}");
+      if (node.address != node.node) text = replace_all(text, node.address, "{node.address}");
+      content[phase.phase + "/" + step.key] = text;
+    }
   }
-  return body;
+  return content;
+}
+
+// The targets of the steps whose content differs between two nodes.
+std::string differing_targets(const NodePlan& a, const NodePlan& b) {
+  const auto ca = node_content(a), cb = node_content(b);
+  std::vector<std::string> targets;
+  for (const auto& phase : a.phases) {
+    for (const auto& change : phase.changes) {
+      const std::string key = phase.phase + "/" + change.step;
+      auto ia = ca.find(key), ib = cb.find(key);
+      const bool differs = ia == ca.end() || ib == cb.end() || ia->second != ib->second;
+      const std::string target = abstracted(a, change.target);
+      if (differs && std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
+    }
+  }
+  std::string out;
+  for (const auto& t : targets) out += (out.empty() ? "" : ", ") + t;
+  return out;
 }
 
 // What the placeholders of a folded group mean, for its header.
@@ -75,12 +135,25 @@ std::string placeholders_note(const NodePlan& first, const std::string& body) {
 
 }  // namespace
 
+std::string mask_secrets(const std::string& text) {
+  static const std::regex secret(
+      R"re(^([-+ ]\s*[^\n]*?(password|passwd|secret|token|credential|[a-z_]*key)["']?\s*[:=]\s*)(\S.*)$)re",
+      std::regex::icase | std::regex::multiline);
+  return std::regex_replace(text, secret, "$1(masked)");
+}
+
 std::string plan_summary_line(const Plan& plan) {
   const PlanSummary s = plan.summary();
   std::string line = std::to_string(s.nodes) + (s.nodes == 1 ? " node: " : " nodes: ") + std::to_string(s.to_change) +
                      " to change, " + std::to_string(s.unchanged) + " unchanged, " + std::to_string(s.unreachable) +
                      " unreachable";
   if (s.errors > 0) line += ", " + std::to_string(s.errors) + " failed to plan";
+  // What the changes add up to, after the part CI greps for.
+  if (s.to_change > 0) {
+    line += " (" + std::to_string(s.changes) + (s.changes == 1 ? " change" : " changes");
+    if (s.reboots > 0) line += "; " + std::to_string(s.reboots) + (s.reboots == 1 ? " node reboots" : " nodes reboot");
+    line += ")";
+  }
   return line;
 }
 
@@ -111,10 +184,12 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
         key = "error\n" + node.message;
         suffix = ": cannot plan: " + node.message;
         break;
-      case NodeStatus::Changes:
+      case NodeStatus::Changes: {
         body = node_body(node, options, options.fold);
         key = "changes\n" + body;
+        for (const auto& [step, content] : node_content(node)) key += "\n" + step + "\n" + content;
         break;
+      }
     }
     if (!options.fold) key += "\n" + node.node;
     auto [it, fresh] = index_by_key.emplace(key, groups.size());
@@ -122,9 +197,25 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     groups[it->second].names.push_back(node.node);
   }
 
-  for (const auto& group : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const Group& group = groups[g];
     out += "\n";
     const bool several = group.names.size() > 1;
+    // The same change lines as an earlier group, different content: said
+    // once, with what differs, instead of the same lines again.
+    const Group* same_lines = nullptr;
+    for (size_t e = 0; e < g && !group.body.empty() && options.fold; ++e) {
+      if (groups[e].body == group.body) {
+        same_lines = &groups[e];
+        break;
+      }
+    }
+    if (same_lines) {
+      out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) +
+             (several ? " nodes" : " node") + "): the changes of " + fold_hostlist(same_lines->names) +
+             ", writing other content to " + differing_targets(*group.first, *same_lines->first) + "\n";
+      continue;
+    }
     if (!group.body.empty()) {
       if (several) {
         out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) + " nodes, same plan; " +

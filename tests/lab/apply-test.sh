@@ -22,7 +22,7 @@ state=$work/state.db
 check "lab spec validates" "$gx" validate "$work/lab.yaml"
 
 # ---------------------------------------------------------------- converge
-gxrun apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state"
+gxrun apply -y "$work/lab.yaml" --limit 'node-[01-03]' --state "$state"
 check "first apply exits 0" test "$rc" -eq 0
 check "first apply changed all three nodes" grep -q "3 nodes: 3 changed, 0 unchanged, 0 failed" <<<"$out"
 for n in node-01 node-02 node-03; do
@@ -63,10 +63,29 @@ check "first apply: the multi-node job ran over the three nodes" \
 check "no acceptance hold left" on node-01 "No reservations in the system" "scontrol show reservation"
 
 # ---------------------------------------------------------------- idempotent
-out=$("$gx" apply "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
 rc=$?
 check "second apply exits 0" test "$rc" -eq 0
 check "second apply changes nothing" grep -q "3 nodes: 0 changed, 3 unchanged, 0 failed" <<<"$out"
+# On a terminal (script(1) gives it one) apply shows the plan and asks:
+# nothing to change needs no question; "no" changes nothing; "yes" applies.
+on_tty() { # ANSWER ARGS… — sets $out and $rc
+  out=$(printf '%s\n' "$1" | script -qefc "$(printf '%q ' "$gx" "${@:2}")" /dev/null 2>&1)
+  rc=$?
+}
+runs_before=$(sqlite3 "$state" "select count(*) from runs")
+on_tty no apply "$work/lab.yaml" --limit node-03 --state "$state"
+check "on a terminal, a converged node: the plan, 'Nothing to change.', exit 0, no run" \
+  test "$rc-$(grep -c 'Nothing to change.' <<<"$out")-$(sqlite3 "$state" "select count(*) from runs")" = "0-1-$runs_before"
+spec_with "$work/busybox.yaml" '.defaults.os.packages += ["busybox"]'
+on_tty no apply "$work/busybox.yaml" --limit node-03 --state "$state"
+check "on a terminal: the plan names the change and apply asks for 'yes'" \
+  grep -q "+ package busybox: not installed" <<<"$out" && check "  the question" grep -q "Apply these changes to 1 node? Only 'yes' is taken as yes" <<<"$out"
+check "  'no': exit 1, apply cancelled, nothing recorded or installed" \
+  test "$rc-$(grep -c 'apply cancelled: nothing was changed' <<<"$out")-$(sqlite3 "$state" "select count(*) from runs")-$(sshn node-03 'dpkg -s busybox >/dev/null 2>&1 && echo in || echo out')" = "1-1-$runs_before-out"
+on_tty yes apply "$work/busybox.yaml" --limit node-03 --state "$state"
+check "  'yes': it applies (exit 0, busybox installed)" test "$rc-$(sshn node-03 'dpkg -s busybox >/dev/null 2>&1 && echo in || echo out')" = "0-in"
+
 # (The controller answers the nodes' gres.conf checks: nodes that ask while
 # it answers others share its next script, so 1 to 3 scripts there, after
 # the preflight's `true`.)
@@ -85,7 +104,7 @@ check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 converged "$work/lab.yaml" node-03
 before=$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")
 spec_with "$work/broken.yaml" '.defaults.os.ntp_servers += ["198.18.0.9"] | .defaults.os.packages += ["no-such-package-gx"]'
-gxrun apply "$work/broken.yaml" --limit node-03 --state "$state"
+gxrun apply -y "$work/broken.yaml" --limit node-03 --state "$state"
 broken_run=$(sed -n 's/^run \([0-9]*\): applying.*/\1/p' <<<"$out")
 check "a failing step: apply exits 3" test "$rc" -eq 3
 check "the failure names node, phase and step" grep -q "node-03: phase os-init, step base-packages: " <<<"$out"
@@ -95,7 +114,7 @@ check "chrony running again after the restore" on node-03 active "systemctl is-a
 status=$("$gx" status --state "$state" 2>&1)
 check "status shows the rolled-back phase with its step" \
   grep -q "node-03 os-init (run $broken_run): step base-packages: " <<<"$status"
-out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
 
 # ---------------------------------------------------------------- package sources
@@ -106,7 +125,7 @@ check "after the rollback the node is converged for the original spec" grep -q "
 converged "$work/lab.yaml" node-03
 sources_before=$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")
 spec_with "$work/wrongkey.yaml" '.defaults.os.repositories[0].fingerprint = "A4285295FC7B1A81600062A9605C66F00D6C9793"'
-gxrun apply "$work/wrongkey.yaml" --limit node-03 --state "$state"
+gxrun apply -y "$work/wrongkey.yaml" --limit node-03 --state "$state"
 check "a wrong key fingerprint: apply exits 1" test "$rc" -eq 1
 check "  both fingerprints named, refused before any node is touched" \
   grep -q "but the spec pins A4285295FC7B1A81600062A9605C66F00D6C9793: refused before any node is touched" <<<"$out"
@@ -120,7 +139,7 @@ check "  the node's sources are as before" test "$sources_before" = "$(sshn node
   rm /srv/www/tampered/InRelease /srv/www/tampered/Release.gpg &&
   sed 's/^Label: gpuexpand-lab/Label: gpuexpand-lap/' /srv/gxlab-mirror/InRelease >/srv/www/tampered/InRelease" </dev/null
 spec_with "$work/tampered.yaml" '.defaults.os.repositories += [.defaults.os.repositories[0] + {name: "tampered", uris: ["http://198.18.0.10/tampered/"]}]'
-gxrun apply "$work/tampered.yaml" --limit node-03 --state "$state"
+gxrun apply -y "$work/tampered.yaml" --limit node-03 --state "$state"
 check "a tampered repository: apply exits 3" test "$rc" -eq 3
 check "  os-init failed at the repository step and was rolled back" \
   grep -q "node-03: phase os-init, step package-sources: " <<<"$out"
@@ -128,12 +147,12 @@ check "  apt's own message is shown" grep -qE "BADSIG|signatures were invalid|is
 check "  the node's sources are as before" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
 
 spec_with "$work/second.yaml" '.defaults.os.repositories += [.defaults.os.repositories[0] + {name: "gxlab-second", uris: ["http://198.18.0.10/second/"]}]'
-gxrun apply "$work/second.yaml" --limit node-03 --state "$state"
+gxrun apply -y "$work/second.yaml" --limit node-03 --state "$state"
 check "a second source: written with its key" on node-03 "gpuexpand-gxlab-second.gpg gpuexpand-gxlab.gpg" "echo \$(ls /etc/apt/keyrings)"
 plan=$("$gx" plan "$work/lab.yaml" --limit node-03 2>&1)
 check "dropped from the spec: the plan removes its files" \
   grep -q -- "- /etc/apt/sources.list.d/gpuexpand-gxlab-second.sources: no longer in os.repositories" <<<"$plan" || sed 's/^/    /' <<<"$plan"
-gxrun apply "$work/lab.yaml" --limit node-03 --state "$state"
+gxrun apply -y "$work/lab.yaml" --limit node-03 --state "$state"
 check "  and apply removes them" test "$sources_before" = "$(sshn node-03 "sha256sum /etc/apt/sources.list.d/* /etc/apt/keyrings/*")"
 "$lab" ssh ctl -- rm -rf /srv/www/tampered /srv/www/second </dev/null
 
@@ -143,14 +162,14 @@ sshn node-03 "apt-mark unhold nvidia-driver >/dev/null"
 plan=$("$gx" plan "$work/lab.yaml" --limit node-03 2>&1)
 check "a released hold is planned back" grep -q "~ package nvidia-driver: 550.90.07 installed, not held" <<<"$plan" ||
   sed 's/^/    /' <<<"$plan"
-out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "  and applied: held again" on node-03 nvidia-driver "apt-mark showhold"
 
 # ---------------------------------------------------------------- max-fail
 # One node at a time; the first fails (the bogus package): no further batch
 # starts (an all-failed batch stops the rollout, and says so).
 spec_with "$work/broken.yaml" '.defaults.os.packages += ["no-such-package-gx"]'
-gxrun apply "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state"
+gxrun apply -y "$work/broken.yaml" --limit 'node-[01-03]' --batch 1 --max-fail 1 --state "$state"
 check "--max-fail 1 with --batch 1: exit 3" test "$rc" -eq 3
 check "it says why it stopped" grep -q "stopping: every node of the last batch failed; no further batches are started" <<<"$out"
 check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2 not started" <<<"$out"
@@ -159,25 +178,25 @@ check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2
 converged "$work/lab.yaml" node-03
 spec_with "$work/ntp2.yaml" '.defaults.os.ntp_servers += ["198.18.0.9"]'
 "$gx" plan "$work/ntp2.yaml" --limit node-03 --out "$work/plan.json" >/dev/null 2>&1
-out=$("$gx" apply "$work/plan.json" --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/plan.json" --state "$state" 2>&1)
 rc=$?
 check "apply plan.json: exit 0" test "$rc" -eq 0
 check "apply plan.json changed the planned node only" grep -q "1 node: 1 changed" <<<"$out"
 check "the node has the planned configuration" sshn node-03 "grep -q '^server 198.18.0.9 iburst' /etc/chrony/chrony.conf"
 "$gx" plan "$work/lab.yaml" --limit node-03 --out "$work/back.json" >/dev/null 2>&1
 sshn node-03 "echo '# changed by hand' >> /etc/chrony/chrony.conf"
-out=$("$gx" apply "$work/back.json" --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/back.json" --state "$state" 2>&1)
 rc=$?
 check "a node that drifted since the plan: apply plan.json refuses (exit 1)" test "$rc" -eq 1
 check "the refusal names the node" grep -q "refusing to apply $work/back.json: node-03 changed since the plan was made" <<<"$out"
-out=$("$gx" apply "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "a fresh apply of the spec converges node-03 again" grep -q "1 node: 1 changed" <<<"$out"
 
 # ---------------------------------------------------------------- locks
-"$gx" apply "$work/lab.yaml" --limit node-04 --state "$state" >"$work/first.log" 2>&1 &
+"$gx" apply -y "$work/lab.yaml" --limit node-04 --state "$state" >"$work/first.log" 2>&1 &
 first=$!
 for _ in $(seq 50); do grep -q "applying to" "$work/first.log" 2>/dev/null && break; sleep 0.1; done
-out=$("$gx" apply "$work/lab.yaml" --limit 'node-[03-04]' --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit 'node-[03-04]' --state "$state" 2>&1)
 rc=$?
 check "a second apply on overlapping nodes exits 4" test "$rc" -eq 4
 check "it names the holder and the node" grep -q "node node-04 is locked by run" <<<"$out"
@@ -204,19 +223,19 @@ check "  two different jobs" \
 converged "$work/lab.yaml" node-04
 spec_with "$work/mtu.yaml" '.defaults.network.mtu = 8000'
 sshn node-04 "rm -f /etc/chrony/chrony.conf"  # os-init work too
-"$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/killed.log" 2>&1 &
+"$gx" apply -y "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/killed.log" 2>&1 &
 victim=$!
 # Killed as soon as the run is on record (its first line): the whole apply
 # takes about a second now, so a fixed sleep could outlast it.
 for _ in $(seq 200); do grep -q "applying to" "$work/killed.log" 2>/dev/null && break; sleep 0.02; done
 kill -9 "$victim" 2>/dev/null
 wait "$victim" 2>/dev/null
-gxrun apply "$work/mtu.yaml" --limit node-04 --state "$state"
+gxrun apply -y "$work/mtu.yaml" --limit node-04 --state "$state"
 check "after SIGKILL the next apply takes over and converges (exit 0)" test "$rc" -eq 0
 check "it says it resumes the interrupted run" grep -q "was interrupted and its process is gone" <<<"$out"
 check "store is consistent after the kill" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
 check "node-04 has the new MTU" on node-04 8000 "cat /sys/class/net/eth1/mtu"
-out=$("$gx" apply "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/mtu.yaml" --limit node-04 --state "$state" 2>&1)
 check "and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
 
 # ---------------------------------------------------------------- signals mid-phase
@@ -236,7 +255,7 @@ slow_started() { sshn node-04 "test -e /var/lib/gpuexpand-test/slow-started"; }
 spec_with "$work/mtu.yaml" '.defaults.network.mtu = 8000'
 converged "$work/mtu.yaml" node-04
 sshn node-04 "rm -rf /var/lib/gpuexpand-test"
-"$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/int.log" 2>&1 &
+"$gx" --data-dir "$work" apply -y "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/int.log" 2>&1 &
 victim=$!
 check "SIGINT: the slow step started" eventually 60 slow_started
 kill -INT "$victim"
@@ -250,13 +269,13 @@ check "the rollback ran: the step's mark is gone" on node-04 gone "test -e /var/
 check "the run is recorded as interrupted (exit 130)" \
   test "$(sqlite3 "$state" "select status || ' ' || exit_code from runs order by id desc limit 1")" = "interrupted 130"
 
-"$gx" --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/kill.log" 2>&1 &
+"$gx" --data-dir "$work" apply -y "$work/mtu.yaml" --limit node-04 --state "$state" >"$work/kill.log" 2>&1 &
 victim=$!
 check "SIGKILL: the slow step started" eventually 60 slow_started
 kill -9 "$victim"
 wait "$victim" 2>/dev/null
 killed_run=$(sqlite3 "$state" "select max(id) from runs")
-gxrun --data-dir "$work" apply "$work/mtu.yaml" --limit node-04 --state "$state"
+gxrun --data-dir "$work" apply -y "$work/mtu.yaml" --limit node-04 --state "$state"
 check "SIGKILL mid-step, then apply: exit 0" test "$rc" -eq 0
 check "  it resumes the killed run" grep -q "run $killed_run (.*) was interrupted and its process is gone" <<<"$out"
 check "  only the interrupted phase is done again (no finished phase redone)" \
@@ -274,7 +293,7 @@ spec_with "$work/partial.yaml" 'del(.rollout) | .nodes = [
    os: {packages: [.defaults.os.packages[], "no-such-package-gx"]}},
   {name: "node-02", address: "198.18.0.12", compute_addresses: {eth1: "198.18.1.12/24"}},
   {name: "node-03", address: "198.18.0.13", compute_addresses: {eth1: "198.18.1.13/24"}}]'
-gxrun apply "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
+gxrun apply -y "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
 check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
 check "  it stops at --max-fail and says so" \
   grep -q "stopping: 1 node failed, reaching --max-fail 1; no further batches are started" <<<"$out"
@@ -286,20 +305,20 @@ check "  node-03 was not started" grep -q "1 failed, 0 unreachable, 1 not starte
 # stand-in driver reports a driver/library mismatch until then), verified.
 converged "$work/lab.yaml" node-02
 spec_with "$work/535.yaml" '.defaults.gpu.driver_version = "535.129.03"'
-gxrun apply "$work/535.yaml" --limit node-02 --state "$state"
+gxrun apply -y "$work/535.yaml" --limit node-02 --state "$state"
 check "driver downgrade 550 -> 535 with a reboot: exit 0" test "$rc" -eq 0
 check "  the held driver was moved, and is held at 535" on node-02 "nvidia-driver 535.129.03" \
   "echo \$(apt-mark showhold) \$(dpkg-query -W -f='\${Version}' nvidia-driver)"
 check "nvidia-smi reports 535.129.03 after the reboot" on node-02 535.129.03 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
-out=$("$gx" apply "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/535.yaml" --limit node-02 --state "$state" 2>&1)
 check "after the reboot nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out"
 # Upgrade back to 550, with a failure injected in a later step of the same
 # phase (a fabric manager package the mirror does not have): the phase
 # rolls back, the node keeps 535 and its files.
 spec_with "$work/550fm.yaml" '.defaults.gpu.fabric_manager = true'
 before=$(sshn node-02 "sha256sum /etc/hostname /etc/chrony/chrony.conf /etc/fstab")
-gxrun apply "$work/550fm.yaml" --limit node-02 --state "$state"
+gxrun apply -y "$work/550fm.yaml" --limit node-02 --state "$state"
 check "upgrade with a failing later step: exit 3" test "$rc" -eq 3
 check "it failed at the fabric manager step" grep -q "step fabric-manager-package" <<<"$out"
 check "the driver package is back at 535" on node-02 "535.129.03" "dpkg-query -W -f='\${Version}' nvidia-driver"
@@ -325,7 +344,7 @@ sshn node-02 "apt-get purge -y -q --allow-change-held-packages nvidia-driver >/d
 vendor='.defaults.gpu += {source: "nvidia-cuda-repo", fabric_manager: true}'
 spec_with "$work/v535.yaml" "$vendor"' | .defaults.gpu += {driver_version: "535.183.01", cuda_version: "12.2"}'
 spec_with "$work/v550.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4"}'
-gxrun apply "$work/v535.yaml" --limit node-02 --until gpu-driver --state "$state"
+gxrun apply -y "$work/v535.yaml" --limit node-02 --until gpu-driver --state "$state"
 check "NVIDIA's names, branch 535: exit 0" test "$rc" -eq 0
 check "  nvidia-driver-535, cuda-drivers-535, the fabric manager and CUDA 12.2 at NVIDIA's versions, held" \
   test "$(vendor_packages)" = "$(printf '%s\n' 'cuda-drivers-535 535.183.01-1 hi' 'cuda-toolkit-12-2 12.2.2-1 hi' \
@@ -338,7 +357,7 @@ check "plan 535 -> 550: the version each name resolves to" \
   grep -q "+ package nvidia-driver-550: not installed, wanted 550.90.07 (550.90.07-0ubuntu1 in the sources)" <<<"$plan"
 check "  and the 535 packages it replaces" \
   grep -q -- "- package nvidia-driver-535: 535.183.01-0ubuntu1 installed, replaced by nvidia-driver-550, cuda-drivers-550" <<<"$plan"
-gxrun apply "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state"
+gxrun apply -y "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state"
 check "NVIDIA's names, 535 -> 550 with a reboot: exit 0" test "$rc" -eq 0
 check "  the 550 packages held, the 535 driver and fabric manager gone (CUDA 12.2 stays beside 12.4)" \
   test "$(vendor_packages)" = "$(printf '%s\n' 'cuda-drivers-550 550.90.07-1 hi' 'cuda-toolkit-12-2 12.2.2-1 hi' \
@@ -346,7 +365,7 @@ check "  the 550 packages held, the 535 driver and fabric manager gone (CUDA 12.
 check "  nvidia-smi reports 550.90.07 after the reboot" on node-02 550.90.07 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
 spec_with "$work/v535dcgm.yaml" "$vendor"' | .defaults.gpu += {driver_version: "535.183.01", cuda_version: "12.2", dcgm: true}'
-gxrun apply "$work/v535dcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
+gxrun apply -y "$work/v535dcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
 check "550 -> 535 failing at a later step (no DCGM in the mirror): exit 3" test "$rc" -eq 3
 check "  it failed at the DCGM step and was rolled back" grep -q "gpu-driver  FAILED, rolled back .* at step dcgm-package" <<<"$out"
 check "  the 550 packages are back, held; no 535 package is left" \
@@ -354,7 +373,7 @@ check "  the 550 packages are back, held; no 535 package is left" \
     'cuda-toolkit-12-4 12.4.1-1 hi' 'nvidia-driver-550 550.90.07-0ubuntu1 hi' 'nvidia-fabricmanager-550 550.90.07-1 hi')"
 check "  nvidia-smi still reports 550.90.07" on node-02 550.90.07 \
   "nvidia-smi --query-gpu=driver_version --format=csv,noheader | sort -u"
-out=$("$gx" apply "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/v550.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
 check "  and 550 has nothing left to change" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
 
 # ---------------------------------------------------------------- GPU containers
@@ -367,23 +386,23 @@ check "  and 550 has nothing left to change" grep -q "0 changed, 1 unchanged" <<
 containers='.defaults.os.packages += ["containerd"] | .defaults.gpu += {container_toolkit: true, container_runtime: "containerd"}'
 spec_with "$work/ctr.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4"} | '"$containers"
 spec_with "$work/ctrdcgm.yaml" "$vendor"' | .defaults.gpu += {driver_version: "550.90.07", cuda_version: "12.4", dcgm: true} | '"$containers"
-gxrun apply "$work/ctr.yaml" --limit node-02 --until os-init --state "$state"
+gxrun apply -y "$work/ctr.yaml" --limit node-02 --until os-init --state "$state"
 check "containerd from Debian installed and running" on node-02 active "systemctl is-active containerd"
 pristine=$(sshn node-02 "sha256sum < /etc/containerd/config.toml")
-gxrun apply "$work/ctrdcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
+gxrun apply -y "$work/ctrdcgm.yaml" --limit node-02 --until gpu-driver --state "$state"
 check "toolkit and runtime, then a failing DCGM step: exit 3" grep -q "at step dcgm-package" <<<"$out"
 check "  containerd's config.toml is back byte for byte, containerd still running" \
   test "$(sshn node-02 "sha256sum < /etc/containerd/config.toml; systemctl is-active containerd")" = "$pristine
 active"
 check "  the toolkit is gone again" on node-02 absent "command -v nvidia-ctk >/dev/null && echo present || echo absent"
-gxrun apply "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state"
+gxrun apply -y "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state"
 check "container toolkit, containerd runtime and CDI: exit 0" test "$rc" -eq 0
 check "  containerd's config names NVIDIA's runtime, and containerd restarted with it" sshn node-02 \
   "grep -q '^    BinaryName = \"/usr/bin/nvidia-container-runtime\"' /etc/containerd/config.toml && systemctl is-active -q containerd"
 check "  the CDI spec lists the 8 GPUs by index and UUID, and all" on node-02 17 \
   "nvidia-ctk cdi list 2>/dev/null | grep -c '^nvidia.com/gpu='"
 check "  it is the spec of the driver in use" sshn node-02 "grep -qF 'libcuda.so.550.90.07' /etc/cdi/nvidia.yaml"
-out=$("$gx" apply "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/ctr.yaml" --limit node-02 --until gpu-driver --state "$state" 2>&1)
 check "  and then nothing is left to change" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
 
 # ---------------------------------------------------------------- rollback --to
@@ -414,7 +433,7 @@ check "monitoring undone: no node exporter" on node-01 absent \
 plan=$("$gx" plan "$work/lab.yaml" --limit node-01 2>&1)
 check "plan after the rollback: os-init has nothing to do" bash -c '! grep -q "^  os-init" <<<"$1"' _ "$plan"
 check "plan after the rollback: gpu-driver wants the driver again" grep -q "+ package nvidia-driver" <<<"$plan"
-out=$("$gx" apply "$work/lab.yaml" --limit node-01 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit node-01 --state "$state" 2>&1)
 check "apply after the rollback converges again" grep -q "1 changed, 0 unchanged, 0 failed" <<<"$out" ||
   sed 's/^/    /' <<<"$out"
 

@@ -40,7 +40,7 @@ for h in ctl node-05 node-06; do
 done
 
 # ---------------------------------------------------------------- held for acceptance
-gxrun apply "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state"
+gxrun apply -y "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state"
 check "apply --until scheduler: exit 0" test "$rc" -eq 0
 check "the acceptance phase did not run" bash -c '! grep -q "  acceptance  " <<<"$1"' _ "$out"
 check "node-05 registered with its features and GRES" test "$(node_field node-05 AvailableFeatures) $(node_field node-05 Gres)" = "h200,lab gpu:8"
@@ -59,7 +59,7 @@ check "munge key on the node: mode 0400, owner munge, the spec's key" on node-05
   "echo \$(stat -c '%a %U' /etc/munge/munge.key) \$(sha256sum </etc/munge/munge.key | cut -d' ' -f1)"
 
 # ---------------------------------------------------------------- acceptance releases
-gxrun apply "$work/lab.yaml" --limit "$nodes" --state "$state"
+gxrun apply -y "$work/lab.yaml" --limit "$nodes" --state "$state"
 check "apply: exit 0" test "$rc" -eq 0
 check "acceptance passed on both nodes" test "$(grep -c 'acceptance  5 passed, 0 failed, 0 skipped' <<<"$out")" -eq 2
 check "the multi-node job ran over both" grep -q "acceptance  pass multinode: one job ran on 2 nodes" <<<"$out"
@@ -67,7 +67,7 @@ check "the reservation is released" bash -c '! "$1" ssh ctl -- scontrol show res
 check "the user's pending job then runs" eventually 30 job_completed "$job"
 check "sinfo: both idle with features and GRES" test "$(ctl "sinfo -N -h -n '$nodes' -o '%N %t %f %G'" | sort | tr '\n' ';')" \
   = "node-05 idle h200,lab gpu:8;node-06 idle h200,lab gpu:8;"
-out=$("$gx" apply "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
 check "second apply changes nothing" grep -q "2 nodes: 0 changed, 2 unchanged, 0 failed" <<<"$out"
 key_hex=$(od -An -tx1 -N16 "$client/munge.key" | tr -d ' \n')
 key_b64=$(head -c 24 "$client/munge.key" | base64)
@@ -76,7 +76,7 @@ check "the munge key is nowhere in the state store" \
 
 # ---------------------------------------------------------------- feature change
 spec_with "$work/features.yaml" '.defaults.scheduler.slurm.features += ["ndr"]'
-gxrun apply "$work/features.yaml" --limit node-05 --state "$state"
+gxrun apply -y "$work/features.yaml" --limit node-05 --state "$state"
 check "feature change: exit 0" test "$rc" -eq 0
 check "the controller has the new feature list" test "$(node_field node-05 AvailableFeatures)" = "h200,lab,ndr"
 check "acceptance ran again for the new settings" grep -q "node-05  acceptance  5 passed" <<<"$out"
@@ -84,7 +84,7 @@ check "node-05 back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* && $1 !
 
 # ---------------------------------------------------------------- failed acceptance
 spec_with "$work/slow.yaml" '.defaults.storage[0].min_throughput_mbps = 100000000'
-gxrun apply "$work/slow.yaml" --limit node-06 --state "$state"
+gxrun apply -y "$work/slow.yaml" --limit node-06 --state "$state"
 check "acceptance failure: exit 3" test "$rc" -eq 3
 check "it names the failed check" grep -q "node-06: phase acceptance, step checks: acceptance failed: storage: /mnt/shared: " <<<"$out"
 check "node-06 is drained" grep -q DRAIN <<<"$(node_field node-06 State)"
@@ -96,7 +96,7 @@ check "a user job asking for node-06 stays pending" test "$(job_state "$job")" =
 ctl "scancel $job"
 status=$("$gx" status --state "$state" 2>&1)
 check "status shows the failed check" grep -q "FAIL storage: /mnt/shared: " <<<"$status"
-out=$("$gx" apply "$work/lab.yaml" --limit node-06 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/lab.yaml" --limit node-06 --state "$state" 2>&1)
 check "with the spec's real minimum the next apply passes" grep -q "1 node: 1 changed, 0 unchanged, 0 failed" <<<"$out"
 check "and node-06 is back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* ]]' _ "$(node_field node-06 State)"
 
@@ -127,7 +127,7 @@ check "node-06's gres.conf line is gone from the controller, node-05's stays" \
 # gpu:8 no longer matches what is there; the phase fails before any
 # gres.conf line or slurmd, and names both counts.
 "$lab" ssh node-06 -- "sed -i 's/^COUNT=.*//' /etc/nvidia-lab.conf && echo COUNT=4 >> /etc/nvidia-lab.conf && rm -f /dev/nvidia[4-7]" </dev/null
-gxrun apply "$work/lab.yaml" --limit node-06 --until scheduler --state "$state"
+gxrun apply -y "$work/lab.yaml" --limit node-06 --until scheduler --state "$state"
 check "4 GPUs against gpu:8: exit 3" test "$rc" -eq 3
 check "  the step names both counts" \
   grep -q "node-06 has 4 GPU device files (/dev/nvidia0 /dev/nvidia1 /dev/nvidia2 /dev/nvidia3) but scheduler.slurm.gres counts 8 GPUs" <<<"$out"
@@ -144,7 +144,7 @@ static='.defaults.scheduler.slurm += {mode: "static", cpus: 2, real_memory_mb: 1
 spec_with "$work/static.yaml" "$static"
 line='NodeName=node-06 NodeAddr=198.18.0.16 CPUs=2 RealMemory=1024 Gres=gpu:8 Feature=h200,lab'
 conf_before=$(ctl "sha256sum /etc/slurm/slurm.conf /etc/slurm/gres.conf")
-gxrun apply "$work/static.yaml" --limit node-06 --until scheduler --state "$state"
+gxrun apply -y "$work/static.yaml" --limit node-06 --until scheduler --state "$state"
 check "static: apply --until scheduler: exit 0" test "$rc" -eq 0
 check "static: the controller's slurm.conf has node-06's line" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
 check "static: node-06 is registered, not as a dynamic node"   bash -c '[[ -n $1 && $1 != *DYNAMIC* ]]' _ "$(node_field node-06 State)"
@@ -152,10 +152,10 @@ check "static: node-06 is in its maintenance reservation" eventually 10 in_maint
 job=$(user_job node-06)
 sleep 3
 check "static: a user job asking for node-06 stays pending under acceptance" test "$(job_state "$job")" = PENDING
-gxrun apply "$work/static.yaml" --limit node-06 --state "$state"
+gxrun apply -y "$work/static.yaml" --limit node-06 --state "$state"
 check "static: acceptance passes (exit 0)" test "$rc" -eq 0
 check "static: the user's job then runs" eventually 30 job_completed "$job"
-out=$("$gx" apply "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/static.yaml" --limit node-06 --state "$state" 2>&1)
 check "static: second apply changes nothing" grep -q "1 node: 0 changed, 1 unchanged, 0 failed" <<<"$out"
 run_id=$(sqlite3 "$state" 'select max(id) from runs')
 # On ctl: the preflight's `true`, then the delegated check.
@@ -175,7 +175,7 @@ cat >>"$work/playbooks/60-scheduler.yaml" <<'FAIL'
     rollback: "true"
 FAIL
 spec_with "$work/static-ndr.yaml" "$static"' | .defaults.scheduler.slurm.features += ["ndr"]'
-gxrun --data-dir "$work" apply "$work/static-ndr.yaml" --limit node-06 --state "$state"
+gxrun --data-dir "$work" apply -y "$work/static-ndr.yaml" --limit node-06 --state "$state"
 check "static: a failing step after the controller's change: exit 3" test "$rc" -eq 3
 check "  the phase was rolled back" grep -q "node-06  scheduler  FAILED, rolled back .*failing-step-for-tests" <<<"$out"
 check "  the controller has node-06's old line again" ctl "grep -qxF '$line' /etc/slurm/slurm.conf"
@@ -196,7 +196,7 @@ check "static: the controller's slurm.conf and gres.conf are as before, byte for
 spec_with "$work/local-conf.yaml" '.defaults.scheduler.slurm.configless = false'
 sums() { echo $("$@" "sha256sum /etc/slurm/slurm.conf" | cut -d' ' -f1); }
 on_node06() { "$lab" ssh node-06 -- "$1" </dev/null; }
-gxrun apply "$work/local-conf.yaml" --limit node-06 --state "$state"
+gxrun apply -y "$work/local-conf.yaml" --limit node-06 --state "$state"
 check "configless false: apply exit 0" test "$rc" -eq 0
 check "  node-06 has the controller's slurm.conf" test "$(sums on_node06)" = "$(sums ctl)"
 check "  and its own gres.conf line from its device files" \
@@ -205,13 +205,13 @@ check "  and no line on the controller" bash -c '! "$1" ssh ctl -- grep -q "^Nod
 check "  slurmd runs without --conf-server" \
   bash -c '[[ -n $1 && $1 != *--conf-server* ]]' _ "$(on_node06 'tr "\0" " " </proc/$(systemctl show -p MainPID --value slurmd)/cmdline')"
 check "  node-06 idle in Slurm" test "$(ctl "sinfo -N -h -n node-06 -o %t")" = idle
-out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
 check "  second apply changes nothing" grep -q "1 node: 0 changed, 1 unchanged, 0 failed" <<<"$out"
 ctl "cp -p /etc/slurm/slurm.conf /root/slurm.conf.gx-test && echo '# changed on the controller' >> /etc/slurm/slurm.conf"
 plan=$("$gx" plan "$work/local-conf.yaml" --limit node-06 2>&1)
 check "  the controller's slurm.conf changed: the plan says so" \
   grep -q "/etc/slurm/slurm.conf: content differs from /etc/slurm/slurm.conf on the controller" <<<"$plan"
-out=$("$gx" apply "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
+out=$("$gx" apply -y "$work/local-conf.yaml" --limit node-06 --state "$state" 2>&1)
 check "  and apply copies it again" test "$(sums on_node06)" = "$(sums ctl)"
 ctl "cp -p /root/slurm.conf.gx-test /etc/slurm/slurm.conf && rm -f /root/slurm.conf.gx-test"
 out=$("$gx" rollback "$work/local-conf.yaml" --node node-06 --to monitoring --state "$state" 2>&1)

@@ -22,7 +22,7 @@ passed=0 failed=0
 # Uses $state when the test set it.
 converged() {
   local spec=$1 nodes=$2 log
-  if ! log=$("$gx" apply "$spec" --limit "$nodes" --state "${state:-$work/state.db}" 2>&1); then
+  if ! log=$("$gx" apply -y "$spec" --limit "$nodes" --state "${state:-$work/state.db}" 2>&1); then
     bad "precondition: $nodes converged with $(basename "$spec")"
     sed 's/^/    /' <<<"$log"
     return 1

@@ -186,7 +186,7 @@ TEST(Executor, ACheckRenderedWithOlderFactsDoesNotDecide) {
 
   std::string hostname = "n1", configured_for = "n1";  // s is converged for the old name
   bool host_done = false;
-  const std::regex check(R"(m check ([A-Za-z0-9_-]+); timeout 60 sh -c ([A-Za-z0-9_.-]+) )");
+  const std::regex check(R"(m check ([A-Za-z0-9_-]+); o=\$\(timeout 60 sh -c ([A-Za-z0-9_.-]+) )");
   size_t checks_answered = 0;
   ScriptedRunner runner([&](size_t, const CommandRequest& request) {
     const std::string& script = request.stdin_data;

@@ -55,7 +55,7 @@ TEST(PlanText, FoldsNodesWhosePlansDifferOnlyInTheirOwnName) {
             "\n"
             "n5: unreachable: connection refused\n"
             "\n"
-            "6 nodes: 3 to change, 2 unchanged, 1 unreachable\n");
+            "6 nodes: 3 to change, 2 unchanged, 1 unreachable (3 changes)\n");
 }
 
 // Compute addresses are each node's own too: nodes that differ only in
@@ -81,7 +81,71 @@ TEST(PlanText, FoldsOverEachNodesComputeAddresses) {
             "  rdma\n"
             "    + address eth1 {eth1.address}: not on eth1\n"
             "\n"
-            "3 nodes: 3 to change, 0 unchanged, 0 unreachable\n");
+            "3 nodes: 3 to change, 0 unchanged, 0 unreachable (6 changes)\n");
+}
+
+// Two racks whose change lines read the same but whose files differ (their
+// Slurm features are in the drop-in): not one "same plan"; the second
+// group names what it writes differently.
+TEST(PlanText, FoldsOnlyNodesThatWriteTheSameContent) {
+  Plan plan;
+  plan.cluster = "c";
+  plan.spec_file = "c.yaml";
+  for (int i = 1; i <= 4; ++i) {
+    NodePlan n;
+    n.node = "n" + std::to_string(i);
+    n.address = n.node;
+    n.status = NodeStatus::Changes;
+    const std::string unit = "/etc/systemd/system/slurmd.service.d/gpuexpand.conf";
+    const std::string features = i <= 2 ? "h100,rack1" : "h100,rack2";
+    n.phases.push_back({"scheduler",
+                        {{"slurmd-dynamic", "file", ChangeAction::Create, unit, "does not exist"}},
+                        {{"slurmd-dynamic", "slurmd-dynamic", "file", {{"path", unit}, {"content", "Feature=" + features}}}}});
+    plan.nodes.push_back(n);
+  }
+  EXPECT_EQ(render_plan_text(plan, {}),
+            "Plan for cluster c (c.yaml)\n"
+            "\n"
+            "n[1-2] (2 nodes, same plan; {node.name} and {node.address} stand for each node's own)\n"
+            "  scheduler\n"
+            "    + /etc/systemd/system/slurmd.service.d/gpuexpand.conf: does not exist\n"
+            "\n"
+            "n[3-4] (2 nodes): the changes of n[1-2], writing other content to "
+            "/etc/systemd/system/slurmd.service.d/gpuexpand.conf\n"
+            "\n"
+            "4 nodes: 4 to change, 0 unchanged, 0 unreachable (4 changes)\n");
+}
+
+// --diff: a file change's unified diff under it, secret-looking values masked.
+TEST(PlanText, DiffsUnderFileChangesWithSecretsMasked) {
+  Plan plan;
+  plan.cluster = "c";
+  plan.spec_file = "c.yaml";
+  NodePlan n;
+  n.node = "n1";
+  n.address = "n1";
+  n.status = NodeStatus::Changes;
+  PlannedChange change{"join", "file", ChangeAction::Update, "/etc/x.yaml", "content differs (+2 -1 lines)"};
+  change.diff = "@@ -1 +1,2 @@\n-token: abc\n+token: \"s3cr3t\"\n+caCertHashes: sha256:1234\n";
+  PlannedChange reboot{"reboot", "reboot", ChangeAction::Update, "reboot", "driver changes"};
+  n.phases.push_back({"os-init", {change, reboot}, {}});
+  plan.nodes.push_back(n);
+  PlanTextOptions options;
+  options.diff = true;
+  EXPECT_EQ(render_plan_text(plan, options),
+            "Plan for cluster c (c.yaml)\n"
+            "\n"
+            "n1\n"
+            "  os-init\n"
+            "    ~ /etc/x.yaml: content differs (+2 -1 lines)\n"
+            "        @@ -1 +1,2 @@\n"
+            "        -token: (masked)\n"
+            "        +token: (masked)\n"
+            "        +caCertHashes: sha256:1234\n"
+            "    ~ reboot: driver changes\n"
+            "\n"
+            "1 node: 1 to change, 0 unchanged, 0 unreachable (2 changes; 1 node reboots)\n");
+  EXPECT_EQ(render_plan_text(plan, {}).find("@@"), std::string::npos) << "only with --diff";
 }
 
 TEST(PlanText, NoFoldShowsEveryNode) {
@@ -103,7 +167,7 @@ TEST(PlanText, StepsAndColours) {
 TEST(PlanText, SummaryCountsPlanningErrors) {
   Plan plan = sample();
   plan.nodes.push_back(with_status("n6", NodeStatus::Error, "x.yaml:1:1: boom"));
-  EXPECT_EQ(plan_summary_line(plan), "7 nodes: 3 to change, 2 unchanged, 1 unreachable, 1 failed to plan");
+  EXPECT_EQ(plan_summary_line(plan), "7 nodes: 3 to change, 2 unchanged, 1 unreachable, 1 failed to plan (3 changes)");
   EXPECT_NE(render_plan_text(plan, {}).find("\nn6: cannot plan: x.yaml:1:1: boom\n"), std::string::npos);
 }
 

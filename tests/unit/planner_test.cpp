@@ -116,6 +116,16 @@ TEST(Planner, StepsToProbeLeaveOutWhatTheSpecRulesOut) {
   }
 }
 
+// A failing check's own words are the reason; without any, its exit code.
+TEST(Planner, ACommandsCheckSaysWhyItFails) {
+  const std::string step = "  - {id: mtu, type: command, check: 'false', run: 'true', rollback: 'true'}\n";
+  auto facts = base_facts();
+  facts["checks"]["mtu"] = 1;
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"~ command mtu: check exited 1"});
+  facts["check_output"]["mtu"] = "MTU 1500, wanted 9000";
+  EXPECT_EQ(lines(plan_one("  os: {}\n", step, facts)), Lines{"~ command mtu: MTU 1500, wanted 9000"});
+}
+
 TEST(Planner, Hostname) {
   const std::string step = "  - {id: hostname, type: hostname, name: '{{ node.name }}'}\n";
   auto facts = base_facts();

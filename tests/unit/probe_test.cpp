@@ -50,7 +50,8 @@ TEST(FactsRequest, DerivedFromTheStepsThatCouldRun) {
   EXPECT_TRUE(request.services.count("chrony"));
   EXPECT_TRUE(request.sysctl_keys.count("vm.max_map_count"));
   ASSERT_TRUE(request.checks.count("interface-mtu[eth1]"));
-  EXPECT_EQ(request.checks.at("interface-mtu[eth1]"), "test $(cat /sys/class/net/eth1/mtu) -eq 9000");
+  EXPECT_EQ(request.checks.at("interface-mtu[eth1]"),
+            "m=$(cat /sys/class/net/eth1/mtu) || exit 2; [ \"$m\" -eq 9000 ] || { echo \"MTU $m, wanted \"9000; exit 1; }");
 }
 
 TEST(ProbeScript, QuotesEveryRequestedValue) {
@@ -82,6 +83,18 @@ TEST(ProbeScript, PackagePatternsReportTheInstalledMatches) {
   ASSERT_TRUE((*facts)["packages"].contains("dpkg")) << (*facts)["packages"].dump();
   EXPECT_TRUE((*facts)["packages"]["dpkg"].is_string());
   EXPECT_EQ((*facts)["packages"].size(), 1u) << "only installed matches; nothing for a pattern that matches none";
+}
+
+// A check's last output line comes back with its exit code: what it says
+// about itself becomes the plan's reason.
+TEST(ProbeScript, ChecksSayWhatIsWrong) {
+  FactsRequest request;
+  request.checks = {{"mtu", "echo probing; echo 'MTU 1500, wanted 9000'; exit 1"}, {"quiet", "exit 3"}, {"ok", "true"}};
+  auto facts = parse_probe_output(run_sh(probe_script(request)), "here", request, "2026-12-02T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["checks"], json({{"mtu", 1}, {"quiet", 3}, {"ok", 0}}));
+  EXPECT_EQ((*facts)["check_output"], json({{"mtu", "MTU 1500, wanted 9000"}}));
+  EXPECT_TRUE(schema_problems(*facts).empty());
 }
 
 // A secret file (a `copy` step's target) comes back as a digest, never its

@@ -40,6 +40,7 @@ struct NodePlan {
 
 struct PlanSummary {
   size_t nodes = 0, to_change = 0, unchanged = 0, unreachable = 0, errors = 0, changes = 0;
+  size_t reboots = 0;  // nodes the plan reboots
 };
 
 struct Plan {

@@ -47,6 +47,8 @@ class Decision {
   void add(ChangeAction action, const std::string& target, const std::string& reason);
   // A change that restart_on and reboot_on do not count (a package hold).
   void add_bookkeeping(ChangeAction action, const std::string& target, const std::string& reason);
+  // The last change added gets the diff of a file's content.
+  void attach_diff(const std::string& current, const std::string& wanted);
   // A fact section the probe did not return: we cannot know, so we say so.
   bool unknown(const char* section, const std::string& target);
   // A fact that is one string (facts[section]) against the parameter

@@ -32,6 +32,9 @@ struct PlannedChange {
   // Whether the change counts as the step having changed for restart_on
   // and reboot_on: a package's hold is bookkeeping, not new software.
   bool triggers = true;
+  // A file's content change as a unified diff (current -> wanted), for
+  // `plan --diff`; empty when the kind has none to show.
+  std::string diff = {};
 };
 
 // A step instance with every template rendered: what apply will act on,

@@ -13,7 +13,12 @@ struct PlanTextOptions {
   bool color = false;       // ANSI colours for the markers (TTY only)
   bool fold = true;         // fold nodes with the same plan into one host list
   bool show_steps = false;  // -v: name the step behind each change
+  bool diff = false;        // --diff: a file change's unified diff under it
 };
+
+// A diff's lines with the values of settings that look secret (password,
+// passwd, secret, token, key, credential) replaced by "(masked)".
+std::string mask_secrets(const std::string& text);
 
 std::string render_plan_text(const Plan& plan, const PlanTextOptions& options);
 
