@@ -20,6 +20,7 @@
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/hostlist.hpp"
+#include "gpuexpand/util/spellcheck.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/view/plan_text.hpp"
 
@@ -210,7 +211,17 @@ void add_apply_command(CLI::App& app, Action& action) {
                 "Do not show the plan and ask first (needed without a terminal; a saved plan is never asked about)");
   cmd->add_option("--until", options->until,
                   "Stop after this phase: e.g. --until scheduler registers nodes and leaves them held for acceptance")
-      ->check(CLI::IsMember(phase_order()));
+      ->check(CLI::Validator(
+          [](std::string& phase) -> std::string {
+            const auto& phases = phase_order();
+            if (std::find(phases.begin(), phases.end(), phase) != phases.end()) return "";
+            std::string message = "no phase '" + phase + "'";
+            if (auto suggestion = closest_match(phase, phases)) message += " (did you mean '" + *suggestion + "'?)";
+            std::string all;
+            for (const auto& p : phases) all += (all.empty() ? "" : ", ") + p;
+            return message + "; the phases: " + all;
+          },
+          "PHASE"));
   cmd->footer("Examples:\n  gpuexpand apply spec.yaml                      (shows the plan, asks for 'yes')\n"
               "  gpuexpand apply -y spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n"
               "  gpuexpand plan spec.yaml --out plan.json && gpuexpand apply plan.json\n\n"

@@ -51,6 +51,11 @@ int run_plan(Context& context, const PlanOptions& options) {
 
   if (options.output == "json") {
     std::cout << document.dump(2) << "\n";
+  } else if (options.output == "markdown") {
+    PlanTextOptions text;
+    text.fold = !options.no_fold;
+    text.diff = options.diff;
+    std::cout << render_plan_markdown(plan, text);
   } else {
     PlanTextOptions text;
     text.color = context.use_color();
@@ -84,7 +89,7 @@ void add_plan_command(CLI::App& app, Action& action) {
                            ->check(CLI::ExistingFile);
   cmd->add_option("--save-facts", options->save_facts, "Keep the live facts in this file (JSON)")
       ->excludes(facts_option);
-  add_output_option(*cmd, options->output, {"text", "json"});
+  add_output_option(*cmd, options->output, {"text", "json", "markdown"});
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
   cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
                 "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");

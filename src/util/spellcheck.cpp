@@ -1,6 +1,7 @@
 #include "gpuexpand/util/spellcheck.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace gpuexpand {
 
@@ -29,8 +30,15 @@ std::optional<std::string> closest_match(std::string_view word,
   const size_t limit = std::max<size_t>(2, word.size() / 3);
   std::optional<std::string> best;
   size_t best_distance = limit + 1;
+  // Case does not count: "RoCEv2" is close to "roce".
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+  };
+  const std::string folded = lower(word);
   for (const auto& candidate : candidates) {
-    size_t d = edit_distance(word, candidate);
+    size_t d = edit_distance(folded, lower(candidate));
     if (d < best_distance) {
       best_distance = d;
       best = candidate;

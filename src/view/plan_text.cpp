@@ -157,17 +157,22 @@ std::string plan_summary_line(const Plan& plan) {
   return line;
 }
 
-std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
-  std::string out = "Plan for cluster " + plan.cluster + " (" + plan.spec_file + ")\n";
+namespace {
 
-  // Groups keep the order in which their first node appears in the spec.
-  struct Group {
-    std::vector<std::string> names;
-    std::string header_suffix;
-    std::string body;
-    const NodePlan* first = nullptr;
-  };
-  std::vector<Group> groups;
+// Nodes with the same plan, in the order their first node appears in the
+// spec; `same_lines`: an earlier group whose change lines read the same
+// while its content differs (said in one line instead of again).
+struct PlanGroup {
+  std::vector<std::string> names;
+  std::string header_suffix;  // for nodes without changes: ": no changes", ": unreachable: …"
+  std::string body;           // the change lines, abstracted
+  const NodePlan* first = nullptr;
+  const PlanGroup* same_lines = nullptr;
+};
+
+std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& options) {
+  std::vector<PlanGroup> groups;
+  groups.reserve(plan.nodes.size());  // same_lines points into it
   std::map<std::string, size_t> index_by_key;
   for (const auto& node : plan.nodes) {
     std::string key, suffix, body;
@@ -193,27 +198,35 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     }
     if (!options.fold) key += "\n" + node.node;
     auto [it, fresh] = index_by_key.emplace(key, groups.size());
-    if (fresh) groups.push_back({{}, suffix, body, &node});
+    if (fresh) groups.push_back({{}, suffix, body, &node, nullptr});
     groups[it->second].names.push_back(node.node);
   }
-
-  for (size_t g = 0; g < groups.size(); ++g) {
-    const Group& group = groups[g];
-    out += "\n";
-    const bool several = group.names.size() > 1;
-    // The same change lines as an earlier group, different content: said
-    // once, with what differs, instead of the same lines again.
-    const Group* same_lines = nullptr;
-    for (size_t e = 0; e < g && !group.body.empty() && options.fold; ++e) {
-      if (groups[e].body == group.body) {
-        same_lines = &groups[e];
+  for (size_t g = 0; g < groups.size() && options.fold; ++g) {
+    for (size_t e = 0; e < g && !groups[g].body.empty(); ++e) {
+      if (groups[e].body == groups[g].body) {
+        groups[g].same_lines = &groups[e];
         break;
       }
     }
-    if (same_lines) {
+  }
+  return groups;
+}
+
+std::string same_lines_note(const PlanGroup& group) {
+  return "the changes of " + fold_hostlist(group.same_lines->names) + ", writing other content to " +
+         differing_targets(*group.first, *group.same_lines->first);
+}
+
+}  // namespace
+
+std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
+  std::string out = "Plan for cluster " + plan.cluster + " (" + plan.spec_file + ")\n";
+  for (const PlanGroup& group : plan_groups(plan, options)) {
+    out += "\n";
+    const bool several = group.names.size() > 1;
+    if (group.same_lines) {
       out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) +
-             (several ? " nodes" : " node") + "): the changes of " + fold_hostlist(same_lines->names) +
-             ", writing other content to " + differing_targets(*group.first, *same_lines->first) + "\n";
+             (several ? " nodes" : " node") + "): " + same_lines_note(group) + "\n";
       continue;
     }
     if (!group.body.empty()) {
@@ -230,6 +243,49 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     }
   }
   out += "\n" + plan_summary_line(plan) + "\n";
+  return out;
+}
+
+// For a pull-request comment: the summary, then each group in a collapsed
+// <details> with its changes as a `diff` block (+ green, - red, ! for ~,
+// ? as is), file diffs under their change with --diff.
+std::string render_plan_markdown(const Plan& plan, const PlanTextOptions& options) {
+  std::string out = "### gpuexpand plan: cluster `" + plan.cluster + "`\n\n**" + plan_summary_line(plan) + "**\n";
+  PlanTextOptions plain = options;
+  plain.color = false;
+  for (const PlanGroup& group : plan_groups(plan, plain)) {
+    const std::string hosts = "<code>" + fold_hostlist(group.names) + "</code>";
+    const std::string count = std::to_string(group.names.size()) + (group.names.size() == 1 ? " node" : " nodes");
+    if (group.same_lines) {
+      out += "\n- " + hosts + " (" + count + "): " + same_lines_note(group) + "\n";
+      continue;
+    }
+    if (group.body.empty()) {
+      out += "\n- " + hosts + group.header_suffix + "\n";
+      continue;
+    }
+    const std::string body = group.names.size() > 1 ? group.body : node_body(*group.first, plain, false);
+    std::string block;
+    size_t changes = 0;
+    for (size_t start = 0; start < body.size();) {
+      size_t end = body.find('\n', start);
+      if (end == std::string::npos) end = body.size();
+      std::string line = body.substr(start, end - start);
+      start = end + 1;
+      // "    ~ target: reason" -> "! target: reason"; phase names stay as headings.
+      if (line.rfind("    ", 0) == 0 && line.size() > 5 && line[5] == ' ') {
+        const char marker = line[4] == '~' ? '!' : line[4];
+        block += std::string(1, marker) + " " + line.substr(6) + "\n";
+        ++changes;
+      } else if (line.rfind("        ", 0) == 0) {
+        block += "  " + line.substr(8) + "\n";  // a diff line under its change
+      } else {
+        block += "# " + line.substr(line.find_first_not_of(' ')) + "\n";
+      }
+    }
+    out += "\n<details><summary>" + hosts + ": " + count + ", " + std::to_string(changes) +
+           (changes == 1 ? " change" : " changes") + "</summary>\n\n```diff\n" + block + "```\n\n</details>\n";
+  }
   return out;
 }
 

@@ -489,6 +489,28 @@ TEST(Cli, GlobalFlagsAnywhereAndCommandTypos) {
   EXPECT_NE(colour.out.find("\033[33m~\033[0m hostname"), std::string::npos) << colour.out;
   auto plain = run_gpuexpand({"plan", lab_spec, "--facts", lab_facts, "--color", "never"});
   EXPECT_EQ(plain.out.find("\033["), std::string::npos);
+  auto phase = run_gpuexpand({"apply", "-y", lab_spec, "--until", "scheduer"});
+  EXPECT_EQ(phase.exit_code, 1);
+  EXPECT_NE(phase.err.find("no phase 'scheduer' (did you mean 'scheduler'?); the phases: os-init, gpu-driver, rdma, "
+                           "storage, monitoring, scheduler, acceptance"),
+            std::string::npos)
+      << phase.err;
+}
+
+// A spec's enum value in another case or with a suffix gets its suggestion;
+// a tab in the indentation is named as such.
+TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/roce.yaml", "apiVersion: gpuexpand/v1\ncluster: {name: t}\ndefaults:\n  network:\n"
+                                 "    rdma: {kind: RoCEv2}\nnodes:\n  - name: n1\n");
+  auto roce = run_gpuexpand({"validate", dir + "/roce.yaml"});
+  EXPECT_EQ(roce.exit_code, 1);
+  EXPECT_NE(roce.err.find("'RoCEv2' is not one of infiniband, roce, none (did you mean 'roce'?)"), std::string::npos)
+      << roce.err;
+  write_file(dir + "/tab.yaml", "apiVersion: gpuexpand/v1\ncluster:\n\tname: t\nnodes:\n  - name: n1\n");
+  auto tab = run_gpuexpand({"validate", dir + "/tab.yaml"});
+  EXPECT_EQ(tab.exit_code, 1);
+  EXPECT_NE(tab.err.find("tab"), std::string::npos) << tab.err;
 }
 
 }  // namespace

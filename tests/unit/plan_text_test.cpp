@@ -148,6 +148,43 @@ TEST(PlanText, DiffsUnderFileChangesWithSecretsMasked) {
   EXPECT_EQ(render_plan_text(plan, {}).find("@@"), std::string::npos) << "only with --diff";
 }
 
+// The plan for a pull-request comment: each group collapsed, its changes a
+// `diff` block (~ shown as !), what differs in content said in a line.
+TEST(PlanText, MarkdownForAPullRequest) {
+  Plan plan = sample();
+  NodePlan other = changed("n6", "10.0.0.6", "is 'debian', wanted 'n6'");
+  other.phases[0].steps.push_back({"hostname", "hostname", "hostname", {{"name", "n6"}, {"note", "other"}}});
+  plan.nodes.push_back(other);
+  EXPECT_EQ(render_plan_markdown(plan, {}),
+            "### gpuexpand plan: cluster `lab`\n"
+            "\n"
+            "**7 nodes: 4 to change, 2 unchanged, 1 unreachable (4 changes)**\n"
+            "\n"
+            "<details><summary><code>n[1-2]</code>: 2 nodes, 1 change</summary>\n"
+            "\n"
+            "```diff\n"
+            "# os-init\n"
+            "! hostname: is 'debian', wanted '{node.name}'\n"
+            "```\n"
+            "\n"
+            "</details>\n"
+            "\n"
+            "<details><summary><code>n10</code>: 1 node, 1 change</summary>\n"
+            "\n"
+            "```diff\n"
+            "# os-init\n"
+            "! hostname: is 'n1', wanted 'n10'\n"
+            "```\n"
+            "\n"
+            "</details>\n"
+            "\n"
+            "- <code>n[3-4]</code>: no changes\n"
+            "\n"
+            "- <code>n5</code>: unreachable: connection refused\n"
+            "\n"
+            "- <code>n6</code> (1 node): the changes of n[1-2], writing other content to hostname\n");
+}
+
 TEST(PlanText, NoFoldShowsEveryNode) {
   PlanTextOptions options;
   options.fold = false;

@@ -340,7 +340,7 @@ TEST(SpecLoader, RolloutPercentages) {
   EXPECT_EQ(result.spec->rollout.batch->resolve(128), 13u);
   EXPECT_EQ(result.spec->rollout.max_fail->resolve(128), 2u);
   auto bad = load_spec(minimal_spec("rollout:\n  batch: ten\n"));
-  EXPECT_EQ(diagnostics_text(bad), "spec.yaml:8:10: rollout.batch: 'ten' must be a count or a percentage from 0% to 100% like \"10%\"\n");
+  EXPECT_EQ(diagnostics_text(bad), "spec.yaml:8:10: rollout.batch: 'ten' must be a count or a percentage from 1% to 100% like \"10%\"\n");
   auto over = load_spec(minimal_spec("rollout:\n  max_fail: 150%\n"));
   EXPECT_EQ(diagnostics_text(over),
             "spec.yaml:8:13: rollout.max_fail: '150%' must be a count or a percentage from 0% to 100% like \"10%\"\n");

@@ -74,8 +74,10 @@ Plan make_plan(const ClusterSpec& spec, const std::vector<const NodeSpec*>& node
 std::string decision_facts_digest(const nlohmann::json& facts);
 
 // Every step instance of every phase rendered against the node's spec (and
-// `facts` once gathered), ignoring `when` (conditions may depend on facts
-// not gathered yet): what the facts probe must look at. A parameter that
+// `facts` once gathered) whose `when` can still hold: a condition is
+// evaluated with the facts not gathered yet treated as unknown, and only a
+// step whose condition is false whatever they turn out to be is skipped.
+// What the facts probe must look at. A parameter that
 // cannot be rendered yet is left out and its name listed under
 // kProbePending. Steps for the controller are rendered again with the
 // node's facts before the controller is asked (facts/gather.hpp).

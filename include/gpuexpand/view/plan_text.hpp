@@ -22,6 +22,11 @@ std::string mask_secrets(const std::string& text);
 
 std::string render_plan_text(const Plan& plan, const PlanTextOptions& options);
 
+// The same plan for a pull-request comment (docs/ci.md): the summary line in
+// bold, then each group of nodes in a collapsed <details> with its changes
+// as a `diff` block.
+std::string render_plan_markdown(const Plan& plan, const PlanTextOptions& options);
+
 // "128 nodes: 96 to change, 32 unchanged, 0 unreachable"
 std::string plan_summary_line(const Plan& plan);
 
