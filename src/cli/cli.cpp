@@ -22,7 +22,8 @@ namespace {
 // adds a file that always gets debug detail, for the post-mortem.
 void configure_logging(const cli::GlobalOptions& options) {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  console->set_level(options.verbosity >= 2   ? spdlog::level::debug
+  console->set_level(options.quiet              ? spdlog::level::err
+                     : options.verbosity >= 2   ? spdlog::level::debug
                      : options.verbosity == 1 ? spdlog::level::info
                                               : spdlog::level::warn);
   std::vector<spdlog::sink_ptr> sinks{console};
@@ -79,9 +80,18 @@ int run_cli(int argc, char** argv) {
     app.require_subcommand(1);
     // Global flags anywhere on the line: `gpuexpand plan spec.yaml -v`.
     app.fallthrough();
+    // Set before the commands are added: they copy it when created.
+    app.failure_message([](const CLI::App* top, const CLI::Error& e) {
+      std::string command;
+      for (const CLI::App* sub : top->get_subcommands()) command = sub->get_name() + " ";
+      return "gpuexpand: error: " + std::string(e.what()) + "\nRun 'gpuexpand " + command + "--help' for the options.\n";
+    });
     app.set_version_flag("--version", std::string("gpuexpand ") + GPUEXPAND_VERSION);
     cli::GlobalOptions options;
-    app.add_flag("-v,--verbose", options.verbosity, "More detail (-vv for debug)");
+    auto* verbose = app.add_flag("-v,--verbose", options.verbosity, "More detail (-vv for debug)");
+    app.add_flag("-q,--quiet", options.quiet,
+                 "Only errors and results: apply prints what failed and its summary line; logs only errors")
+        ->excludes(verbose);
     app.add_option("--log-file", options.log_file, "Also write a debug log to this file");
     app.add_option("--data-dir", options.data_dir,
                    "Read schemas/ and playbooks/ from this directory instead of the built-in copies")
@@ -107,7 +117,7 @@ int run_cli(int argc, char** argv) {
     cli::add_verify_command(app, action);
 
     if (auto unknown = unknown_command(app, argc, argv)) {
-      std::cerr << "gpuexpand: " << *unknown << "\nRun 'gpuexpand --help' for the commands.\n";
+      std::cerr << "gpuexpand: error: " << *unknown << "\nRun 'gpuexpand --help' for the commands.\n";
       return kExitError;
     }
     try {
@@ -123,7 +133,7 @@ int run_cli(int argc, char** argv) {
     try {
       return action ? action(context) : kExitError;
     } catch (const cli::CommandFailed& failed) {
-      if (!failed.message.empty()) std::cerr << "gpuexpand: " << failed.message << "\n";
+      if (!failed.message.empty()) std::cerr << "gpuexpand: error: " << failed.message << "\n";
       return failed.exit_code;
     }
   } catch (const std::exception& e) {

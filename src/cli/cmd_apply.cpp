@@ -148,7 +148,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const int64_t run_id = begun->run_id;
   RunGuard run(**store, run_id);
 
-  const auto console = make_apply_console(std::cout);
+  const auto console = make_apply_console(std::cout, context.options().quiet);
   StoreJournal journal(**store, run_id, console.get(), &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
 
@@ -174,7 +174,9 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ::signal(SIGINT, request_stop);
   ::signal(SIGTERM, request_stop);
 
-  std::cout << "run " << run_id << ": applying to " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes") << "\n";
+  if (!context.options().quiet) {
+    std::cout << "run " << run_id << ": applying to " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes") << "\n";
+  }
   const auto start = std::chrono::steady_clock::now();
   ExecutionReport report = execute(spec, nodes, playbooks, *runner, journal, exec);
   const bool multinode_ok =
@@ -185,7 +187,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   std::cout << "\n" << apply_summary_line(report, nodes.size(), seconds);
   for (const auto& node : report.nodes) {
     if (node.result == NodeResult::Failed || node.result == NodeResult::Interrupted) {
-      std::cerr << "gpuexpand: " << node.message << "\n";
+      std::cerr << "gpuexpand: error: " << node.message << "\n";
     }
   }
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";

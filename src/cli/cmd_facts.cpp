@@ -12,7 +12,7 @@ namespace gpuexpand::cli {
 namespace {
 
 struct FactsOptions : NodeCommandOptions {
-  std::string output = "table";
+  std::string output = "text";
   std::string save;
 };
 
@@ -54,7 +54,7 @@ void add_facts_command(CLI::App& app, Action& action) {
   CLI::App* cmd = add_node_command(app, action, "facts", "Gather live facts from every node: one SSH round trip each",
                                    options, run_facts,
                                    node_help("State store: the probe commands are recorded in its audit"));
-  add_output_option(*cmd, options->output, {"table", "json"});
+  add_output_option(*cmd, options->output, {"text", "json"}, {{"table", "text"}});
   cmd->add_option("--save", options->save, "Also save the facts (JSON) for `plan --facts`");
   cmd->footer("Examples:\n  gpuexpand facts spec.yaml --limit rack=r01\n"
               "  gpuexpand facts spec.yaml -o json --save recorded.json\n\n"

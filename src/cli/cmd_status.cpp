@@ -5,6 +5,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/view/status_view.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
@@ -33,6 +34,7 @@ struct UnlockOptions {
   std::string state;
   bool force = false;
   std::vector<std::string> nodes;
+  std::vector<std::string> limits;
 };
 
 // status and unlock only look at (or release) what a run left: a store
@@ -88,14 +90,23 @@ int run_status(Context&, const StatusOptions& options) {
   return kExitOk;
 }
 
-int run_unlock(Context&, const UnlockOptions& options) {
+int run_unlock(Context& context, const UnlockOptions& options) {
   if (!options.force) {
     throw CommandFailed{kExitError, "unlock needs --force: releasing a lock another apply still uses lets two runs "
                                     "change the same nodes"};
   }
+  // --limit reads racks and groups from the spec, as on every other command.
+  std::vector<std::string> nodes = options.nodes;
+  if (!options.limits.empty()) {
+    if (options.spec.empty()) throw CommandFailed{kExitError, "unlock --limit needs SPEC (the racks and groups it names)"};
+    const ClusterSpec spec = context.load_spec(options.spec);
+    auto selected = select_nodes(spec, options.limits);
+    if (!selected) throw CommandFailed{kExitError, selected.error().message};
+    for (const auto* node : selected.value()) nodes.push_back(node->name);
+  }
   auto store = open_store(store_path(options.state, options.spec));
-  const auto released = checked(store->force_unlock(options.nodes, lock_holder_identity(), utc_now_rfc3339()));
-  std::cout << unlock_text(released, !options.nodes.empty());
+  const auto released = checked(store->force_unlock(nodes, lock_holder_identity(), utc_now_rfc3339()));
+  std::cout << unlock_text(released, !nodes.empty());
   return kExitOk;
 }
 
@@ -112,6 +123,9 @@ void add_status_command(CLI::App& app, Action& action) {
                   "One run: its phase results, acceptance checks and the number of remote commands");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
   add_output_option(*cmd, options->output, {"text", "json"});
+  cmd->footer("Examples:\n  gpuexpand status spec.yaml                 (the latest runs, each node's phases and checks)\n"
+              "  gpuexpand status spec.yaml --run 12        (one run in detail)\n"
+              "  gpuexpand status spec.yaml --output json");
   set_action(*cmd, action, options, run_status);
 
   auto unlock = std::make_shared<UnlockOptions>();
@@ -121,6 +135,12 @@ void add_status_command(CLI::App& app, Action& action) {
   u->add_option("--state", unlock->state, "State store (SQLite; default: beside SPEC, else ./.gpuexpand/state.db)");
   u->add_flag("--force", unlock->force, "Really release the locks");
   u->add_option("--node", unlock->nodes, "Only these nodes (default: every lock)")->allow_extra_args(false);
+  u->add_option("-l,--limit", unlock->limits, "Only the selected nodes (see inventory --help; needs SPEC)")
+      ->allow_extra_args(false);
+  u->footer("Examples:\n  gpuexpand unlock spec.yaml --force --node gpu-node-007\n"
+            "  gpuexpand unlock spec.yaml --force --limit rack=r02\n\n"
+            "A lock whose holder on this host is gone is taken over by the next apply; --force is for a\n"
+            "holder on another host that will not come back.");
   set_action(*u, action, unlock, run_unlock);
 }
 

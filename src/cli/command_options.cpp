@@ -23,12 +23,15 @@ void add_node_options(CLI::App& command, NodeCommandOptions& options, const Node
   add_ssh_options(command, options.ssh);
 }
 
-void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices) {
+void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices,
+                       const std::map<std::string, std::string>& aliases) {
   std::string words;
   for (size_t i = 0; i < choices.size(); ++i) {
     words += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i];
   }
-  command.add_option("-o,--output", output, words)->check(CLI::IsMember(choices));
+  CLI::Option* option = command.add_option("-o,--output", output, words);
+  if (!aliases.empty()) option->transform(CLI::Transformer(aliases).description(""));
+  option->check(CLI::IsMember(choices));
 }
 
 }  // namespace gpuexpand::cli

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -63,7 +64,10 @@ CLI::App* add_node_command(CLI::App& app, Action& action, const std::string& nam
 }
 
 // -o,--output with its choices ("text or json").
-void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices);
+// -o/--output with one vocabulary across commands (text, json, …);
+// `aliases` maps a word an older release accepted to its current one.
+void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices,
+                       const std::map<std::string, std::string>& aliases = {});
 
 void add_validate_command(CLI::App& app, Action& action);
 void add_inventory_command(CLI::App& app, Action& action);

@@ -23,6 +23,7 @@ namespace gpuexpand::cli {
 
 struct GlobalOptions {
   int verbosity = 0;
+  bool quiet = false;  // -q: errors and results only
   std::string log_file;
   std::string data_dir;  // read schemas/ and playbooks/ from here instead of the embedded copies
   bool no_color = false;

@@ -8,13 +8,14 @@ namespace {
 
 class ApplyConsole final : public RunJournal {
  public:
-  explicit ApplyConsole(std::ostream& out) : out_(out) {}
+  ApplyConsole(std::ostream& out, bool quiet) : out_(out), quiet_(quiet) {}
   void phase_started(const std::string&, const std::string&) override {}
   void phase_finished(const PhaseRecord& r) override {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f s", r.seconds);
     std::string line = r.node + "  " + r.phase + "  ";
     if (r.status == PhaseStatus::Succeeded) {
+      if (quiet_) return;
       line += "changed (" + std::to_string(r.changes) + (r.changes == 1 ? " change, " : " changes, ") + seconds + ")";
     } else {
       line += (r.status == PhaseStatus::RolledBack ? "FAILED, rolled back" : "FAILED") + std::string(" (") + seconds + ")" +
@@ -27,15 +28,18 @@ class ApplyConsole final : public RunJournal {
   void checks_recorded(const std::string& node, const std::vector<CheckResult>& results) override {
     if (results.size() == 1 && results.front().check == "multinode") {  // the run-wide job, after the nodes
       const CheckResult& r = results.front();
+      if (quiet_ && r.status == CheckStatus::Pass) return;
       out_ << node << "  acceptance  " << (r.status == CheckStatus::Pass ? "pass " : "FAIL ") << r.check << ": " << r.detail
                 << std::endl;
       return;
     }
     int passed = 0, failed = 0, skipped = 0;
     for (const auto& r : results) ++(r.status == CheckStatus::Pass ? passed : r.status == CheckStatus::Fail ? failed : skipped);
+    if (quiet_ && failed == 0) return;
     out_ << node << "  acceptance  " << passed << " passed, " << failed << " failed, " << skipped << " skipped"
               << std::endl;
     for (CheckStatus status : {CheckStatus::Fail, CheckStatus::Skip}) {
+      if (quiet_ && status == CheckStatus::Skip) continue;
       for (const auto& r : results) {
         if (r.status != status) continue;
         out_ << node << "  acceptance  " << (r.status == CheckStatus::Fail ? "FAIL " : "skip ") << r.check << ": " << r.detail
@@ -44,7 +48,7 @@ class ApplyConsole final : public RunJournal {
     }
   }
   void node_finished(const std::string& node, NodeResult result, const std::string& message) override {
-    if (result == NodeResult::Unchanged) out_ << node << "  nothing to change" << std::endl;
+    if (result == NodeResult::Unchanged && !quiet_) out_ << node << "  nothing to change" << std::endl;
     if (result == NodeResult::Unreachable) out_ << node << "  UNREACHABLE: " << message << std::endl;
   }
   void batch_stopped(const std::string& reason) override {
@@ -52,11 +56,14 @@ class ApplyConsole final : public RunJournal {
   }
  private:
   std::ostream& out_;
+  bool quiet_;
 };
 
 }  // namespace
 
-std::unique_ptr<RunJournal> make_apply_console(std::ostream& out) { return std::make_unique<ApplyConsole>(out); }
+std::unique_ptr<RunJournal> make_apply_console(std::ostream& out, bool quiet) {
+  return std::make_unique<ApplyConsole>(out, quiet);
+}
 
 std::string apply_summary_line(const ExecutionReport& report, size_t nodes, double seconds) {
   std::ostringstream out;

@@ -290,7 +290,7 @@ std::string render_plan_markdown(const Plan& plan, const PlanTextOptions& option
 }
 
 std::string plan_incomplete_line(const PlanSummary& summary) {
-  return "gpuexpand: the plan is incomplete: " + std::to_string(summary.unreachable) + " unreachable, " +
+  return "gpuexpand: error: the plan is incomplete: " + std::to_string(summary.unreachable) + " unreachable, " +
          std::to_string(summary.errors) + " failed to plan\n";
 }
 

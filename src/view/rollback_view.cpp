@@ -16,7 +16,7 @@ RollbackReport rollback_report(const std::vector<NodeRollbackResult>& results, c
   for (const auto& r : results) {
     if (r.failure.empty()) continue;
     ++report.failed;
-    report.failures += "gpuexpand: " + r.node + ": " + r.failure + "\n";
+    report.failures += "gpuexpand: error: " + r.node + ": " + r.failure + "\n";
   }
   report.summary = "\n" + std::to_string(results.size()) + (results.size() == 1 ? " node" : " nodes") +
                    " rolled back to " + to_phase + ", " + std::to_string(report.failed) + " failed\n";

@@ -48,7 +48,7 @@ TEST(Cli, VerifyRefusesAFaultDrillOnAnUnselectedNode) {
   auto r = run_gpuexpand({"verify", kLabSpec, "--limit", "node-01", "--fault-drill", "node-02", "--state",
                           make_temp_dir() + "/state.db"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuexpand: --fault-drill node-02: not one of the selected nodes\n");
+  EXPECT_EQ(r.err, "gpuexpand: error: --fault-drill node-02: not one of the selected nodes\n");
 }
 
 // A command refused after it took its node locks still ends its run: no
@@ -85,7 +85,7 @@ TEST(Cli, ApplyPreflightRefusesMissingOperatorFiles) {
   write_file(dir + "/spec.yaml", spec);
   auto r = run_gpuexpand({"apply", "-y", dir + "/spec.yaml", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(r.err, "gpuexpand: preflight: 1 problem; no node was touched:\n"
+  EXPECT_EQ(r.err, "gpuexpand: error: preflight: 1 problem; no node was touched:\n"
                    "  scheduler.slurm.munge_key_file: cannot read " + dir + "/munge.key: No such file or directory "
                    "(needed by node-[01-06])\n");
   EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "refused before the store is opened";
@@ -102,7 +102,7 @@ TEST(Cli, ApplyWithoutATerminalNeedsAutoApprove) {
   write_file(dir + "/spec.yaml", spec);
   auto r = run_gpuexpand({"apply", dir + "/spec.yaml", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_EQ(r.err, "gpuexpand: apply asks before it changes nodes, and there is no terminal to ask on: add "
+  EXPECT_EQ(r.err, "gpuexpand: error: apply asks before it changes nodes, and there is no terminal to ask on: add "
                    "--auto-approve (-y), or review a saved plan (plan --out plan.json) and apply that\n");
   EXPECT_FALSE(std::filesystem::exists(dir + "/state.db")) << "nothing recorded";
 }
@@ -121,7 +121,7 @@ TEST(Cli, ApplyPreflightRefusesAnUnreachableController) {
   write_file(dir + "/spec.yaml", spec);
   auto r = run_gpuexpand({"apply", "-y", dir + "/spec.yaml", "--limit", "node-[01-02]", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
-  EXPECT_NE(r.err.find("gpuexpand: preflight: 1 problem; no node was touched:\n  the Slurm controller ctl (127.0.0.1) cannot "
+  EXPECT_NE(r.err.find("gpuexpand: error: preflight: 1 problem; no node was touched:\n  the Slurm controller ctl (127.0.0.1) cannot "
                        "be reached, and node-[01-02] register with it: "),
             std::string::npos)
       << r.err;
@@ -180,14 +180,14 @@ TEST(Cli, VerifyWithInvalidPlaybooksTakesNoLock) {
 TEST(Cli, StatusAndUnlockRefuseAStoreThatIsNotThere) {
   const std::string dir = make_temp_dir();
   const std::string state = dir + "/sub/state.db";
-  const std::string refusal = "gpuexpand: no state store at " + state + " (nothing has run with --state " + state +
+  const std::string refusal = "gpuexpand: error: no state store at " + state + " (nothing has run with --state " + state +
                               " here; check the path)\n";
   auto status = run_gpuexpand({"status", "--state", state});
   EXPECT_EQ(status.exit_code, 1);
   EXPECT_EQ(status.err, refusal);
   auto refused = run_gpuexpand({"unlock", "--state", state});
   EXPECT_EQ(refused.exit_code, 1);
-  EXPECT_EQ(refused.err, "gpuexpand: unlock needs --force: releasing a lock another apply still uses lets two runs "
+  EXPECT_EQ(refused.err, "gpuexpand: error: unlock needs --force: releasing a lock another apply still uses lets two runs "
                          "change the same nodes\n");
   auto forced = run_gpuexpand({"unlock", "--force", "--state", state});
   EXPECT_EQ(forced.exit_code, 1);
@@ -206,6 +206,45 @@ TEST(Cli, StatusAndUnlockOnAFreshStore) {
   EXPECT_EQ(unlocked.out, "No locks held\n");
   auto json = run_gpuexpand({"status", "--state", state, "-o", "json"});
   EXPECT_EQ(nlohmann::json::parse(json.out), nlohmann::json::parse(R"({"runs": [], "latest": []})"));
+}
+
+// unlock --limit selects as every other command does, from the spec.
+TEST(Cli, UnlockLimitReleasesOnlyTheSelectedNodes) {
+  const std::string state = make_temp_dir() + "/state.db";
+  {
+    auto store = StateStore::open(state);
+    ASSERT_TRUE(store);
+    RunRecord run;
+    run.command = "apply";
+    run.holder = "ops@elsewhere pid 1";
+    run.nodes = {"node-01", "node-02"};
+    auto begun = (*store)->begin_run(run);
+    ASSERT_TRUE(begun);
+  }
+  auto no_spec = run_gpuexpand({"unlock", "--force", "--limit", "node-01", "--state", state});
+  EXPECT_EQ(no_spec.exit_code, 1);
+  EXPECT_EQ(no_spec.err, "gpuexpand: error: unlock --limit needs SPEC (the racks and groups it names)\n");
+  auto one = run_gpuexpand({"unlock", kLabSpec, "--force", "--limit", "node-01", "--state", state});
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("node-01"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("node-02"), std::string::npos) << one.out;
+  auto rest = run_gpuexpand({"unlock", kLabSpec, "--force", "--state", state});
+  EXPECT_NE(rest.out.find("node-02"), std::string::npos) << "node-02 was still locked: " << rest.out;
+}
+
+// Every error gpuexpand prints starts the same way, parse errors of the
+// command line included, and names the help to read.
+TEST(Cli, ErrorsSayErrorAndOutputHasOneVocabulary) {
+  auto missing = run_gpuexpand({"plan"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "gpuexpand: error: SPEC is required\nRun 'gpuexpand plan --help' for the options.\n");
+  auto facts = run_gpuexpand({"facts", kLabSpec, "-o", "yaml"});
+  EXPECT_EQ(facts.err, "gpuexpand: error: --output: yaml not in {text,json}\nRun 'gpuexpand facts --help' for the options.\n");
+  auto both = run_gpuexpand({"-q", "validate", kLabSpec, "-v"});
+  EXPECT_EQ(both.exit_code, 1);
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+  auto quiet = run_gpuexpand({"validate", kLabSpec, "-q"});
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
 }
 
 // Options apply refuses are refused before the run is recorded: no run,
@@ -415,13 +454,13 @@ TEST(Cli, InventoryJson) {
 TEST(Cli, InventoryUnknownLimit) {
   auto r = run_gpuexpand({"inventory", kH200Spec, "--limit", "rack=r5"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuexpand: --limit: no node is in rack 'r5' (did you mean 'r01'?)\n");
+  EXPECT_EQ(r.err, "gpuexpand: error: --limit: no node is in rack 'r5' (did you mean 'r01'?)\n");
 }
 
 TEST(Cli, PlanFoldsIdenticalNodesAndSummarises) {
   auto r = run_gpuexpand({"plan", kH200Spec, "--facts", kH200Facts});
   EXPECT_EQ(r.exit_code, 1) << "one node unreachable: the plan is incomplete";
-  EXPECT_EQ(r.err, "gpuexpand: the plan is incomplete: 1 unreachable, 0 failed to plan\n");
+  EXPECT_EQ(r.err, "gpuexpand: error: the plan is incomplete: 1 unreachable, 0 failed to plan\n");
   // Racks 1-2 and racks 3 (with 077 unreachable) differ only in the time
   // servers their chrony.conf names: said so, not folded as one plan.
   EXPECT_NE(r.out.find("gpu-node-[001-064] (64 nodes, same plan;"), std::string::npos) << r.out;
@@ -460,7 +499,7 @@ TEST(Cli, PlanWithBrokenFacts) {
                                   "\"node\": \"node-01\", \"hostname\": 7}}}\n");
   auto r = run_gpuexpand({"plan", kLabSpec, "--facts", dir + "/facts.json"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_EQ(r.err, "gpuexpand: invalid facts file\n" + dir + "/facts.json: nodes.node-01: hostname: expected a "
+  EXPECT_EQ(r.err, "gpuexpand: error: invalid facts file\n" + dir + "/facts.json: nodes.node-01: hostname: expected a "
                    "string, got integer 7\n");
   write_file(dir + "/bad.json", "{\"schema_version\": 1,\n  \"nodes\": {,}}\n");
   auto syntax = run_gpuexpand({"plan", kLabSpec, "--facts", dir + "/bad.json"});
@@ -484,7 +523,7 @@ TEST(Cli, GlobalFlagsAnywhereAndCommandTypos) {
   EXPECT_NE(after.out.find("  [hostname]\n"), std::string::npos) << "-v after the command names each change's step";
   auto typo = run_gpuexpand({"plna", lab_spec});
   EXPECT_EQ(typo.exit_code, 1);
-  EXPECT_EQ(typo.err, "gpuexpand: unknown command 'plna' (did you mean 'plan'?)\nRun 'gpuexpand --help' for the commands.\n");
+  EXPECT_EQ(typo.err, "gpuexpand: error: unknown command 'plna' (did you mean 'plan'?)\nRun 'gpuexpand --help' for the commands.\n");
   auto colour = run_gpuexpand({"--color", "always", "plan", lab_spec, "--facts", lab_facts});
   EXPECT_NE(colour.out.find("\033[33m~\033[0m hostname"), std::string::npos) << colour.out;
   auto plain = run_gpuexpand({"plan", lab_spec, "--facts", lab_facts, "--color", "never"});

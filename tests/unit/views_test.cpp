@@ -54,6 +54,26 @@ TEST(ApplyView, ConsoleLinesPerEvent) {
             "stopping: 2 of 4 nodes failed (max_fail 2); no further batches are started\n");
 }
 
+// -q: what failed, nothing that went well.
+TEST(ApplyView, QuietConsolePrintsOnlyFailures) {
+  std::ostringstream out;
+  auto console = make_apply_console(out, true);
+  console->phase_finished({"n1", "os-init", PhaseStatus::Succeeded, 3, 4.06, "", ""});
+  console->phase_finished({"n2", "gpu-driver", PhaseStatus::RolledBack, 0, 12.0, "driver", "exited 100"});
+  console->checks_recorded("n1", {check("gpu", CheckStatus::Pass, "8 x H200"),
+                                  check("network", CheckStatus::Skip, "no RDMA fabric")});
+  console->checks_recorded("n3", {check("gpu", CheckStatus::Pass, "8 x H200"),
+                                  check("storage", CheckStatus::Fail, "/mnt/shared not mounted")});
+  console->checks_recorded("n1", {check("multinode", CheckStatus::Pass, "one job ran on 2 nodes: n1,n2")});
+  console->node_finished("n4", NodeResult::Unchanged, "");
+  console->node_finished("n5", NodeResult::Unreachable, "connection refused");
+  EXPECT_EQ(out.str(),
+            "n2  gpu-driver  FAILED, rolled back (12.0 s) at step driver: exited 100\n"
+            "n3  acceptance  1 passed, 1 failed, 0 skipped\n"
+            "n3  acceptance  FAIL storage: /mnt/shared not mounted\n"
+            "n5  UNREACHABLE: connection refused\n");
+}
+
 TEST(ApplyView, SummaryLine) {
   ExecutionReport report;
   for (NodeResult r : {NodeResult::Changed, NodeResult::Changed, NodeResult::Unchanged, NodeResult::Failed}) {
@@ -124,7 +144,7 @@ TEST(RollbackView, LinesAndReport) {
   const RollbackReport report =
       rollback_report({{"node-03", {"storage (run 12)"}, ""}, {"node-05", {}, "restore of rdma exited 1"}}, "rdma");
   EXPECT_EQ(report.failed, 1u);
-  EXPECT_EQ(report.failures, "gpuexpand: node-05: restore of rdma exited 1\n");
+  EXPECT_EQ(report.failures, "gpuexpand: error: node-05: restore of rdma exited 1\n");
   EXPECT_EQ(report.summary, "\n2 nodes rolled back to rdma, 1 failed\n");
   EXPECT_EQ(rollback_report({{"n1", {}, ""}}, "os-init").summary, "\n1 node rolled back to os-init, 0 failed\n");
 }
@@ -164,7 +184,7 @@ TEST(PlanView, IncompleteLine) {
   PlanSummary summary;
   summary.unreachable = 2;
   summary.errors = 1;
-  EXPECT_EQ(plan_incomplete_line(summary), "gpuexpand: the plan is incomplete: 2 unreachable, 1 failed to plan\n");
+  EXPECT_EQ(plan_incomplete_line(summary), "gpuexpand: error: the plan is incomplete: 2 unreachable, 1 failed to plan\n");
 }
 
 TEST(StatusView, OverviewTablesAndFailures) {

@@ -13,7 +13,9 @@
 namespace gpuexpand {
 
 // A RunJournal that prints to `out` (the state store's journal forwards to it).
-std::unique_ptr<RunJournal> make_apply_console(std::ostream& out);
+// `quiet` (-q): only what failed: failed phases and checks, unreachable
+// nodes, a stopped rollout.
+std::unique_ptr<RunJournal> make_apply_console(std::ostream& out, bool quiet = false);
 
 // "4 nodes: 3 changed, 0 unchanged, 1 failed, 0 unreachable[, N not started][, N interrupted] (12.3 s)\n"
 std::string apply_summary_line(const ExecutionReport& report, size_t nodes, double seconds);
