@@ -115,6 +115,7 @@ int run_cli(int argc, char** argv) {
     cli::add_status_command(app, action);
     cli::add_rollback_command(app, action);
     cli::add_verify_command(app, action);
+    cli::add_logs_command(app, action);
 
     if (auto unknown = unknown_command(app, argc, argv)) {
       std::cerr << "gpuexpand: error: " << *unknown << "\nRun 'gpuexpand --help' for the commands.\n";

@@ -20,6 +20,7 @@
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/hostlist.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/view/plan_text.hpp"
@@ -102,7 +103,8 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const std::string spec_path = saved_plan ? (*saved_plan)["spec"]["file"].get<std::string>() : options.spec;
   ClusterSpec spec = context.load_spec(spec_path);
   const PlaybookSet& playbooks = context.playbooks();
-  std::vector<std::string> limits = options.limits;
+  std::vector<std::string> limits =
+      saved_plan ? options.limits : expand_failed_limits(options.limits, state_path(options.state, spec_path), spec);
   SavedPlanScope scope;
   if (saved_plan) {
     auto allowed = saved_plan_scope(*saved_plan, spec, playbooks, options.spec, spec_path, !options.limits.empty());
@@ -185,10 +187,16 @@ int run_apply(Context& context, const ApplyOptions& options) {
   journal.flush_audit();
 
   std::cout << "\n" << apply_summary_line(report, nodes.size(), seconds);
-  for (const auto& node : report.nodes) {
-    if (node.result == NodeResult::Failed || node.result == NodeResult::Interrupted) {
-      std::cerr << "gpuexpand: error: " << node.message << "\n";
-    }
+  // The retry the recap offers repeats what picks the store and skips the question.
+  const std::string retry = std::string("gpuexpand apply ") + (options.auto_approve ? "-y " : "") +
+                            shell_quote(spec_path) + (options.state.empty() ? "" : " --state " + shell_quote(options.state)) +
+                            " --limit @failed";
+  const std::string recap = apply_recap(report, retry);
+  std::cout << recap << std::flush;
+  if (!recap.empty()) {
+    const size_t unfinished = nodes.size() - report.count(NodeResult::Changed) - report.count(NodeResult::Unchanged);
+    std::cerr << "gpuexpand: error: " << unfinished << " of " << nodes.size()
+              << (nodes.size() == 1 ? " node" : " nodes") << " did not finish (the recap above says why)\n";
   }
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
   const int exit_code = apply_exit_code(report, g_stop_requested.load(), multinode_ok);
@@ -213,17 +221,7 @@ void add_apply_command(CLI::App& app, Action& action) {
                 "Do not show the plan and ask first (needed without a terminal; a saved plan is never asked about)");
   cmd->add_option("--until", options->until,
                   "Stop after this phase: e.g. --until scheduler registers nodes and leaves them held for acceptance")
-      ->check(CLI::Validator(
-          [](std::string& phase) -> std::string {
-            const auto& phases = phase_order();
-            if (std::find(phases.begin(), phases.end(), phase) != phases.end()) return "";
-            std::string message = "no phase '" + phase + "'";
-            if (auto suggestion = closest_match(phase, phases)) message += " (did you mean '" + *suggestion + "'?)";
-            std::string all;
-            for (const auto& p : phases) all += (all.empty() ? "" : ", ") + p;
-            return message + "; the phases: " + all;
-          },
-          "PHASE"));
+      ->check(phase_name_check());
   cmd->footer("Examples:\n  gpuexpand apply spec.yaml                      (shows the plan, asks for 'yes')\n"
               "  gpuexpand apply -y spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n"
               "  gpuexpand plan spec.yaml --out plan.json && gpuexpand apply plan.json\n\n"

@@ -18,7 +18,8 @@ struct FactsOptions : NodeCommandOptions {
 
 int run_facts(Context& context, const FactsOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
-  auto selected = select_nodes(spec, options.limits);
+  auto selected =
+      select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
   const PlaybookSet& playbooks = context.playbooks();

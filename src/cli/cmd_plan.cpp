@@ -23,7 +23,8 @@ struct PlanOptions : NodeCommandOptions {
 
 int run_plan(Context& context, const PlanOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
-  auto selected = select_nodes(spec, options.limits);
+  auto selected =
+      select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const PlaybookSet& playbooks = context.playbooks();
   FactsByNode facts;

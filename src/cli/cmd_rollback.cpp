@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "gpuexpand/exec/store_journal.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/rollback.hpp"
 #include "gpuexpand/plan/controller.hpp"
@@ -18,7 +19,8 @@ struct RollbackOptions : NodeCommandOptions {
 
 int run_rollback(Context& context, const RollbackOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
-  auto selected = select_nodes(spec, options.limits);
+  auto selected =
+      select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   auto store = StateStore::open(state_path(options.state, options.spec));
   if (!store) throw CommandFailed{kExitError, store.error().message};
@@ -50,19 +52,21 @@ int run_rollback(Context& context, const RollbackOptions& options) {
 
   const auto controllers = controller_endpoints(nodes);
   for (size_t i = 0; i < plan.size(); ++i) plan[i].controller = controllers[i];
-  auto runner = make_ssh_runner(spec, nodes, options.ssh);
+  // Its remote commands go to the audit trail and the run's logs, as an apply's do.
+  StoreJournal journal(**store, run_id, nullptr, &utc_now_rfc3339);
+  auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
   auto results = roll_back(plan, *runner, [&](const CheckpointRecord& c) {
     (void)(*store)->mark_checkpoint_restored(c.run_id, c.node, c.phase);
-    PhaseResult result;
-    result.run_id = run_id;
-    result.node = c.node;
-    result.phase = c.phase;
-    result.status = PhaseStatus::RolledBack;
-    result.finished_at = utc_now_rfc3339();
-    result.message = "restored the checkpoint of run " + std::to_string(c.run_id);
-    (void)(*store)->record_phase(result);
+    PhaseRecord restored;
+    restored.node = c.node;
+    restored.phase = c.phase;
+    restored.status = PhaseStatus::RolledBack;
+    restored.message = "restored the checkpoint of run " + std::to_string(c.run_id);
+    journal.phase_finished(restored);  // the store's phase result and the node's log
     std::cout << checkpoint_restored_line(c) << std::flush;
   });
+  journal.flush_audit();
+  for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
   const RollbackReport report = rollback_report(results, options.to);
   std::cerr << report.failures;
   std::cout << report.summary;

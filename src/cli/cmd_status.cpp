@@ -14,13 +14,6 @@
 namespace gpuexpand::cli {
 namespace {
 
-// Without --state: the store beside SPEC, or ./.gpuexpand/state.db (the
-// store of a spec in this directory).
-std::string store_path(const std::string& state, const std::string& spec) {
-  if (!state.empty()) return state;
-  return spec.empty() ? ".gpuexpand/state.db" : default_state_path(spec);
-}
-
 struct StatusOptions {
   std::string spec;
   std::string state;
@@ -52,7 +45,7 @@ T checked(Result<T> result) {
 }
 
 int run_status(Context&, const StatusOptions& options) {
-  const std::string state = store_path(options.state, options.spec);
+  const std::string state = store_to_read(options.state, options.spec);
   auto store = open_store(state);
   if (options.run > 0) {
     auto run = checked(store->run(options.run));
@@ -60,13 +53,16 @@ int run_status(Context&, const StatusOptions& options) {
     const auto results = checked(store->phase_results(options.run));
     const auto audit = checked(store->audit(options.run));
     const auto checks = checked(store->checks_of_run(options.run));
+    const auto outcomes = checked(store->node_outcomes(options.run));
     if (options.output == "json") {
       nlohmann::json doc{{"run", *run}, {"phases", results}, {"audit", audit}};
+      doc["nodes"] = nlohmann::json::array();
+      for (const auto& n : outcomes) doc["nodes"].push_back({{"node", n.node}, {"result", n.result}, {"message", n.message}});
       if (!checks.empty()) doc["checks"] = checks;
       std::cout << doc.dump(2) << "\n";
       return kExitOk;
     }
-    std::cout << run_text(*run, results, checks, audit.size());
+    std::cout << run_text(*run, results, checks, outcomes, audit);
     return kExitOk;
   }
 
@@ -100,11 +96,12 @@ int run_unlock(Context& context, const UnlockOptions& options) {
   if (!options.limits.empty()) {
     if (options.spec.empty()) throw CommandFailed{kExitError, "unlock --limit needs SPEC (the racks and groups it names)"};
     const ClusterSpec spec = context.load_spec(options.spec);
-    auto selected = select_nodes(spec, options.limits);
+    auto selected =
+        select_nodes(spec, expand_failed_limits(options.limits, store_to_read(options.state, options.spec), spec));
     if (!selected) throw CommandFailed{kExitError, selected.error().message};
     for (const auto* node : selected.value()) nodes.push_back(node->name);
   }
-  auto store = open_store(store_path(options.state, options.spec));
+  auto store = open_store(store_to_read(options.state, options.spec));
   const auto released = checked(store->force_unlock(nodes, lock_holder_identity(), utc_now_rfc3339()));
   std::cout << unlock_text(released, !nodes.empty());
   return kExitOk;

@@ -40,7 +40,8 @@ struct VerifyOptions : NodeCommandOptions {
 int run_verify(Context& context, const VerifyOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
   const PlaybookSet& playbooks = context.playbooks();  // invalid playbooks: refused before any lock is taken
-  auto selected = select_nodes(spec, options.limits);
+  auto selected =
+      select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
   const auto& nodes = selected.value();
   size_t drill_index = nodes.size();

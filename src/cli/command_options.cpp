@@ -3,7 +3,11 @@
 
 #include "commands.hpp"
 
+#include <algorithm>
 #include <filesystem>
+
+#include "gpuexpand/playbook/playbook.hpp"
+#include "gpuexpand/util/spellcheck.hpp"
 
 namespace gpuexpand::cli {
 
@@ -16,11 +20,30 @@ std::string state_path(const std::string& state_option, const std::string& spec_
   return state_option.empty() ? default_state_path(spec_path) : state_option;
 }
 
+std::string store_to_read(const std::string& state_option, const std::string& spec_path) {
+  if (!state_option.empty()) return state_option;
+  return spec_path.empty() ? ".gpuexpand/state.db" : default_state_path(spec_path);
+}
+
 void add_node_options(CLI::App& command, NodeCommandOptions& options, const NodeCommandHelp& help) {
   command.add_option("SPEC", options.spec, help.spec)->required()->check(CLI::ExistingFile);
   command.add_option(help.limit_names, options.limits, "Select nodes (see inventory --help)")->allow_extra_args(false);
   command.add_option("--state", options.state, help.state);
   add_ssh_options(command, options.ssh);
+}
+
+CLI::Validator phase_name_check() {
+  return CLI::Validator(
+      [](std::string& phase) -> std::string {
+        const auto& phases = phase_order();
+        if (std::find(phases.begin(), phases.end(), phase) != phases.end()) return "";
+        std::string message = "no phase '" + phase + "'";
+        if (auto suggestion = closest_match(phase, phases)) message += " (did you mean '" + *suggestion + "'?)";
+        std::string all;
+        for (const auto& p : phases) all += (all.empty() ? "" : ", ") + p;
+        return message + "; the phases: " + all;
+      },
+      "PHASE");
 }
 
 void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices,

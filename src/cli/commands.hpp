@@ -36,6 +36,16 @@ struct NodeCommandOptions {
 std::string default_state_path(const std::string& spec_path);
 // --state when given, else the default beside `spec_path`.
 std::string state_path(const std::string& state_option, const std::string& spec_path);
+// For the commands whose SPEC is optional (status, unlock, logs): --state,
+// else the store beside SPEC, else ./.gpuexpand/state.db (a spec here).
+std::string store_to_read(const std::string& state_option, const std::string& spec_path);
+// `@failed` (and `!@failed`) in --limit terms replaced by the nodes the
+// newest apply in the store at `store_path` did not finish; the limits
+// unchanged when no term names it. No store or no apply yet: CommandFailed.
+// When only @failed was asked for and nothing is left to retry, prints so
+// and throws CommandFailed{kExitOk}: nothing to do is a success.
+std::vector<std::string> expand_failed_limits(const std::vector<std::string>& limits, const std::string& store_path,
+                                              const ClusterSpec& spec);
 struct NodeCommandHelp {
   std::string state = "State store (SQLite; default .gpuexpand/state.db beside the spec)";
   std::string spec = "Spec file";
@@ -69,6 +79,10 @@ CLI::App* add_node_command(CLI::App& app, Action& action, const std::string& nam
 void add_output_option(CLI::App& command, std::string& output, const std::vector<std::string>& choices,
                        const std::map<std::string, std::string>& aliases = {});
 
+// A phase name (--until, logs --phase): an unknown one is refused with
+// "did you mean" and the list of phases.
+CLI::Validator phase_name_check();
+
 void add_validate_command(CLI::App& app, Action& action);
 void add_inventory_command(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
@@ -77,5 +91,6 @@ void add_apply_command(CLI::App& app, Action& action);
 void add_status_command(CLI::App& app, Action& action);
 void add_rollback_command(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
+void add_logs_command(CLI::App& app, Action& action);
 
 }  // namespace gpuexpand::cli

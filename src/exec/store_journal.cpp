@@ -5,10 +5,18 @@
 namespace gpuexpand {
 
 StoreJournal::StoreJournal(StateStore& store, int64_t run_id, RunJournal* also, std::string (*now)())
-    : store_(store), run_id_(run_id), also_(also), now_(now) {}
+    : store_(store), run_id_(run_id), also_(also), now_(now), log_(store.path(), run_id, now) {
+  check_log();
+}
 
 void StoreJournal::check(const Result<void>& written) {
   if (!written && errors_.size() < 5) errors_.push_back(written.error().message);
+}
+
+void StoreJournal::check_log() {
+  if (log_error_reported_ || log_.error().empty()) return;
+  log_error_reported_ = true;
+  errors_.push_back(log_.error());
 }
 
 void StoreJournal::phase_started(const std::string& node, const std::string& phase) {
@@ -20,6 +28,8 @@ void StoreJournal::phase_started(const std::string& node, const std::string& pha
   result.started_at = now_();
   started_at_[{node, phase}] = result.started_at;
   check(store_.record_phase(result));
+  log_.phase_started(node, phase);
+  check_log();
   if (also_) also_->phase_started(node, phase);
 }
 
@@ -37,6 +47,8 @@ void StoreJournal::phase_finished(const PhaseRecord& record) {
   result.message = record.message;
   flush_audit();  // the commands behind this result are on record with it
   check(store_.record_phase(result));
+  log_.phase_finished(record);
+  check_log();
   if (also_) also_->phase_finished(record);
 }
 
@@ -68,10 +80,15 @@ void StoreJournal::checks_recorded(const std::string& node, const std::vector<Ch
   }
   flush_audit();  // the commands behind these results are on record with them
   check(store_.record_checks(filed));
+  log_.checks(node, filed);
+  check_log();
   if (also_) also_->checks_recorded(node, filed);
 }
 
 void StoreJournal::node_finished(const std::string& node, NodeResult result, const std::string& message) {
+  check(store_.record_node_result(run_id_, node, to_string(result), message));
+  log_.node_finished(node, result, message);
+  check_log();
   if (also_) also_->node_finished(node, result, message);
 }
 
@@ -80,6 +97,8 @@ void StoreJournal::batch_stopped(const std::string& reason) {
 }
 
 void StoreJournal::audit(const AuditRecord& record) {
+  log_.command(record);  // at once: `tail -f` shows a command as it ends
+  check_log();
   AuditEntry entry;
   entry.run_id = run_id_;
   entry.node = record.node;

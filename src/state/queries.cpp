@@ -71,6 +71,45 @@ Result<std::vector<RunRecord>> StateStore::runs(int limit) {
   return select_runs("ORDER BY id DESC LIMIT ?1", limit > 0 ? limit : -1);
 }
 
+Result<std::vector<NodeOutcome>> StateStore::node_outcomes(int64_t run_id) {
+  auto rows = Statement::prepare(db_, "SELECT node, result, message FROM run_nodes WHERE run_id = ?1 ORDER BY position");
+  if (!rows) return error("reading run " + std::to_string(run_id), rows.error());
+  rows->bind(1, run_id);
+  std::vector<NodeOutcome> outcomes;
+  for (;;) {
+    auto row = rows->step();
+    if (!row) return error("reading run " + std::to_string(run_id), row.error());
+    if (!*row) break;
+    outcomes.push_back({rows->text(0), rows->text(1), rows->text(2)});
+  }
+  return outcomes;
+}
+
+Result<std::optional<std::pair<int64_t, std::vector<std::string>>>> StateStore::unfinished_nodes_of_last(
+    const std::string& command) {
+  using Found = std::optional<std::pair<int64_t, std::vector<std::string>>>;
+  auto last = Statement::prepare(db_, "SELECT max(id) FROM runs WHERE command = ?1");
+  if (!last) return error("reading runs", last.error());
+  last->bind(1, command);
+  auto row = last->step();
+  if (!row) return error("reading runs", row.error());
+  if (!*row || last->is_null(0)) return Found();
+  const int64_t run_id = last->int64(0);
+  auto nodes = Statement::prepare(db_,
+                                  "SELECT node FROM run_nodes WHERE run_id = ?1 AND result NOT IN ('changed', "
+                                  "'unchanged') ORDER BY position");
+  if (!nodes) return error("reading run " + std::to_string(run_id), nodes.error());
+  nodes->bind(1, run_id);
+  std::vector<std::string> unfinished;
+  for (;;) {
+    auto node = nodes->step();
+    if (!node) return error("reading run " + std::to_string(run_id), node.error());
+    if (!*node) break;
+    unfinished.push_back(nodes->text(0));
+  }
+  return Found(std::make_pair(run_id, std::move(unfinished)));
+}
+
 Result<std::vector<RunRecord>> StateStore::interrupted_runs() {
   auto running = select_runs("WHERE status = 'running' ORDER BY id DESC LIMIT ?1", -1);
   if (!running) return running.error();

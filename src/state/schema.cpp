@@ -126,6 +126,12 @@ CREATE TABLE check_results (
 );
 CREATE INDEX check_results_latest ON check_results (node, check_name, run_id);
 )sql"},
+    Migration{4, R"sql(
+-- How each node of a run ended ('' while it runs, or when its controller
+-- died first): what `--limit @failed` retries.
+ALTER TABLE run_nodes ADD COLUMN result TEXT NOT NULL DEFAULT '';
+ALTER TABLE run_nodes ADD COLUMN message TEXT NOT NULL DEFAULT '';
+)sql"},
 };
 static_assert(kMigrations.back().version == StateStore::kSchemaVersion, "append a migration step for each version");
 Result<int> read_user_version(sqlite3* db) {

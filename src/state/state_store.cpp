@@ -219,6 +219,21 @@ Result<void> StateStore::mark_checkpoint_restored(int64_t run_id, const std::str
   return {};
 }
 
+Result<void> StateStore::record_node_result(int64_t run_id, const std::string& node, const std::string& result,
+                                            const std::string& message) {
+  auto done = in_transaction(db_, [&]() -> Result<void> {
+    auto update =
+        Statement::prepare(db_, "UPDATE run_nodes SET result = ?3, message = ?4 WHERE run_id = ?1 AND node = ?2");
+    if (!update) return update.error();
+    update->bind(1, run_id).bind(2, node).bind(3, result).bind(4, message);
+    if (auto ran = update->run(); !ran) return ran;
+    if (sqlite3_changes(db_) == 0) return make_error("the node is not in the run");
+    return {};
+  });
+  if (!done) return error("recording how " + node + " ended in run " + std::to_string(run_id), done.error());
+  return {};
+}
+
 Result<void> StateStore::record_audit(const std::vector<AuditEntry>& entries) {
   if (entries.empty()) return {};
   auto done = in_transaction(db_, [&]() -> Result<void> {

@@ -1,5 +1,7 @@
 #include "ssh_runner_impl.hpp"
 
+#include "gpuexpand/util/digest.hpp"
+
 namespace gpuexpand {
 
 std::string wrap_for_become(const std::string& command, bool become_sudo) {
@@ -157,8 +159,20 @@ void SshRunner::Impl::fail_queue(Connection& c) {
 
 void SshRunner::Impl::record(const Connection& c, const CommandRequest& request, const CommandOutcome& outcome) {
   if (!options.audit) return;
-  options.audit({c.endpoint.name, request.sensitive ? "<sensitive>" : request.command, outcome.exit_code,
-                 outcome.failure, outcome.duration});
+  AuditRecord audit;
+  audit.node = c.endpoint.name;
+  audit.command = request.sensitive ? "<sensitive>" : request.command;
+  audit.exit_code = outcome.exit_code;
+  audit.failure = outcome.failure;
+  audit.duration = outcome.duration;
+  audit.stdin_bytes = request.stdin_data.size();
+  if (!request.stdin_data.empty()) audit.stdin_sha256 = sha256_hex(request.stdin_data);
+  if (!request.sensitive) {
+    audit.out = outcome.out;
+    audit.err = outcome.err;
+  }
+  audit.message = outcome.message;
+  options.audit(audit);
 }
 
 SshRunner::SshRunner(std::vector<NodeEndpoint> nodes, SshRunnerOptions options)

@@ -1,7 +1,11 @@
 #include "gpuexpand/view/apply_view.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
+
+#include "gpuexpand/util/hostlist.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -98,6 +102,62 @@ std::string verify_summary_line(size_t nodes, size_t passed, size_t failed, size
   std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
   return std::to_string(nodes) + (nodes == 1 ? " node: " : " nodes: ") + std::to_string(passed) + " passed, " +
          std::to_string(failed) + " failed, " + std::to_string(unreachable) + " unreachable" + timing + "\n";
+}
+
+namespace {
+
+bool finished(NodeResult result) { return result == NodeResult::Changed || result == NodeResult::Unchanged; }
+
+// The message without what makes it this node's: a leading "NODE: " and
+// any "NODE (ADDRESS): " the transport put in front of a command's output.
+std::string reason_of(const NodeReport& node) {
+  std::string reason = node.message;
+  const std::string lead = node.node + ": ";
+  if (reason.rfind(lead, 0) == 0) reason.erase(0, lead.size());
+  const std::string named = node.node + " (";
+  for (size_t at = reason.find(named); at != std::string::npos; at = reason.find(named, at)) {
+    const size_t close = reason.find("): ", at + named.size());
+    if (close == std::string::npos) break;
+    reason.erase(at, close + 3 - at);
+  }
+  if (reason.empty()) reason = to_string(node.result);
+  return reason;
+}
+
+}  // namespace
+
+std::string apply_recap(const ExecutionReport& report, const std::string& retry_command) {
+  bool all_finished = true;
+  for (const auto& node : report.nodes) all_finished = all_finished && finished(node.result);
+  if (all_finished) return "";
+
+  std::ostringstream out;
+  out << "\nRecap:\n";
+  for (NodeResult result : {NodeResult::Changed, NodeResult::Unchanged, NodeResult::Failed, NodeResult::Unreachable,
+                            NodeResult::Interrupted, NodeResult::NotStarted}) {
+    std::vector<std::string> names;
+    for (const auto& node : report.nodes) {
+      if (node.result == result) names.push_back(node.node);
+    }
+    if (names.empty()) continue;
+    std::string label = to_string(result);
+    label.resize(std::max<size_t>(label.size(), 11), ' ');
+    out << "  " << label << "  " << fold_hostlist(names) << "\n";
+  }
+  // Reasons in the order their first node is in the run.
+  std::vector<std::string> reasons;
+  std::map<std::string, std::vector<std::string>> nodes_by_reason;
+  for (const auto& node : report.nodes) {
+    if (finished(node.result)) continue;
+    const std::string reason = reason_of(node);
+    auto& names = nodes_by_reason[reason];
+    if (names.empty()) reasons.push_back(reason);
+    names.push_back(node.node);
+  }
+  out << "Failures by reason:\n";
+  for (const auto& reason : reasons) out << "  " << fold_hostlist(nodes_by_reason[reason]) << ": " << reason << "\n";
+  out << "Retry only the nodes that did not finish:\n  " << retry_command << "\n";
+  return out.str();
 }
 
 }  // namespace gpuexpand

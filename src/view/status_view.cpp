@@ -24,6 +24,7 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
       line += row[i];
       if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
     }
+    line.erase(line.find_last_not_of(' ') + 1);  // an empty last column leaves no trailing blanks
     out << line << "\n";
   }
 }
@@ -69,7 +70,8 @@ void print_latest_checks(std::ostream& out, const std::vector<CheckResult>& chec
 }  // namespace
 
 std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& results,
-                     const std::vector<CheckResult>& checks, size_t audited_commands) {
+                     const std::vector<CheckResult>& checks, const std::vector<NodeOutcome>& nodes,
+                     const std::vector<AuditEntry>& commands) {
   std::ostringstream out;
   out << "Run " << run.id << ": " << run.command << " " << run.spec_file << ", " << to_string(run.status)
       << " (exit " << run.exit_code << "), " << run.started_at << " .. " << run.finished_at << "\n";
@@ -88,7 +90,29 @@ std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& resul
     }
     print_table(out, check_rows);
   }
-  out << audited_commands << " remote commands recorded\n";
+  bool any_outcome = false;
+  for (const auto& n : nodes) any_outcome = any_outcome || !n.result.empty();
+  if (any_outcome) {
+    out << "Nodes:\n";
+    std::vector<std::vector<std::string>> node_rows = {{"NODE", "RESULT", "DETAIL"}};
+    for (const auto& n : nodes) {
+      const bool finished = n.result == "changed" || n.result == "unchanged";
+      node_rows.push_back({n.node, n.result.empty() ? "-" : n.result, finished ? "" : n.message});
+    }
+    print_table(out, node_rows);
+  }
+  out << "Remote commands (" << commands.size() << "):\n";
+  if (!commands.empty()) {
+    std::vector<std::vector<std::string>> command_rows = {{"AT", "NODE", "EXIT", "MS", "COMMAND"}};
+    for (const auto& c : commands) {
+      std::string line = c.command.substr(0, c.command.find('\n'));
+      if (line.size() > 120 || line.size() < c.command.size()) line = line.substr(0, 120) + " …";
+      const bool ran = c.failure == "ok" || c.failure == "command failed";
+      command_rows.push_back({c.at, c.node, ran ? std::to_string(c.exit_code) : c.failure,
+                              std::to_string(c.duration_ms), line});
+    }
+    print_table(out, command_rows);
+  }
   return out.str();
 }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -232,6 +234,105 @@ TEST(Cli, UnlockLimitReleasesOnlyTheSelectedNodes) {
   EXPECT_NE(rest.out.find("node-02"), std::string::npos) << "node-02 was still locked: " << rest.out;
 }
 
+// --limit @failed: the nodes the last apply did not finish, read from the
+// store, so a retry needs no host names copied from the output.
+TEST(Cli, LimitFailedSelectsWhatTheLastApplyDidNotFinish) {
+  const std::string state = make_temp_dir() + "/state.db";
+  auto missing = run_gpuexpand({"inventory", kLabSpec, "--limit", "@failed", "--state", state});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "gpuexpand: error: --limit @failed: no state store at " + state + " (nothing has run with --state " +
+                             state + " here; check the path)\n");
+  {
+    auto store = StateStore::open(state);
+    ASSERT_TRUE(store);
+    RunRecord run;
+    run.command = "apply";
+    run.holder = "ops@elsewhere pid 1";
+    run.nodes = {"node-01", "node-02", "node-03", "node-04", "node-99"};
+    auto begun = (*store)->begin_run(run);
+    ASSERT_TRUE(begun);
+    const int64_t id = std::get<int64_t>(*begun);
+    ASSERT_TRUE((*store)->record_node_result(id, "node-01", "changed", ""));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-02", "failed", "node-02: phase os-init, step hostname: exit 1"));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-03", "unreachable", "node-03 (198.18.0.13:22): timed out"));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-04", "unchanged", ""));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-99", "failed", "node-99: gone since"));
+    ASSERT_TRUE((*store)->finish_run(id, RunStatus::Failed, 3, "t"));
+  }
+  auto failed = run_gpuexpand({"inventory", kLabSpec, "--limit", "@failed", "--state", state, "--hostlist"});
+  EXPECT_EQ(failed.exit_code, 0) << failed.err;
+  EXPECT_EQ(failed.out, "node-[02-03]\n");
+  EXPECT_EQ(failed.err, "gpuexpand: warning: --limit @failed: node-99 did not finish run 1 but is no longer in the spec\n");
+  auto rest = run_gpuexpand({"inventory", kLabSpec, "--limit", "!@failed", "--state", state, "--hostlist"});
+  EXPECT_EQ(rest.out, "node-[01,04-06]\n") << rest.err;
+  auto mixed = run_gpuexpand({"inventory", kLabSpec, "--limit", "@failed,node-06,!node-03", "--state", state, "--hostlist"});
+  EXPECT_EQ(mixed.out, "node-[02,06]\n") << mixed.err;
+  // plan reads the same store (here with recorded facts, so no node is reached).
+  auto plan = run_gpuexpand({"plan", kLabSpec, "--facts", kLabFacts, "--limit", "@failed", "--state", state, "-o", "json"});
+  std::vector<std::string> planned;
+  const nlohmann::json document = nlohmann::json::parse(plan.out);
+  for (const auto& node : document["nodes"]) planned.push_back(node["name"].get<std::string>());
+  EXPECT_EQ(planned, (std::vector<std::string>{"node-02", "node-03"})) << plan.err;
+
+  // The retry finished them all: nothing is left, and nothing is touched
+  // (the lab's addresses do not answer here: an attempt would fail).
+  {
+    auto store = StateStore::open(state);
+    ASSERT_TRUE(store);
+    RunRecord run;
+    run.command = "apply";
+    run.holder = "ops@elsewhere pid 1";
+    run.nodes = {"node-02", "node-03"};
+    const int64_t id = std::get<int64_t>(*(*store)->begin_run(run));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-02", "changed", ""));
+    ASSERT_TRUE((*store)->record_node_result(id, "node-03", "changed", ""));
+    ASSERT_TRUE((*store)->finish_run(id, RunStatus::Succeeded, 0, "t"));
+  }
+  auto none = run_gpuexpand({"apply", "-y", kLabSpec, "--limit", "@failed,!node-01", "--state", state});
+  EXPECT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.out, "--limit @failed: run 2 (the last apply) left no node unfinished; nothing to do\n");
+  EXPECT_EQ(none.err, "");
+}
+
+// logs reads the run's per-node files beside the store: the newest run
+// with the node by default, filters by phase or failure, refuses a node
+// name that would be a path.
+TEST(Cli, LogsShowsANodesRunFromItsLogFile) {
+  const std::string dir = make_temp_dir();
+  const std::string state = dir + "/state.db";
+  const std::string log3 = "T1 $ true\n  = exit 0 (0.01 s)\n";
+  const std::string log5 =
+      "T2 phase os-init: started\n"
+      "T2 $ apt-get install -y -q no-such-package-gx\n"
+      "  ! E: Unable to locate package no-such-package-gx\n"
+      "  = exit 100 (0.52 s)\n"
+      "T2 phase os-init: FAILED, rolled back (0.90 s) at step base-packages: exited 100\n";
+  for (const auto& [run, node, text] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"3", "node-02", log3}, {"5", "node-02", log5}, {"5", "node-01", log3}}) {
+    std::filesystem::create_directories(dir + "/runs/" + run);
+    std::ofstream(dir + "/runs/" + run + "/" + node + ".log") << text;
+  }
+  auto newest = run_gpuexpand({"logs", "node-02", "--state", state});
+  EXPECT_EQ(newest.exit_code, 0) << newest.err;
+  EXPECT_EQ(newest.out, "run 5, node-02: " + dir + "/runs/5/node-02.log\n" + log5);
+  auto older = run_gpuexpand({"logs", "node-02", "--run", "3", "--state", state});
+  EXPECT_EQ(older.out, "run 3, node-02: " + dir + "/runs/3/node-02.log\n" + log3);
+  auto failed = run_gpuexpand({"logs", "node-02", "--failed", "--state", state});
+  EXPECT_EQ(failed.out, "run 5, node-02: " + dir + "/runs/5/node-02.log\n" + log5.substr(log5.find("T2 $")));
+  auto nothing = run_gpuexpand({"logs", "node-01", "--failed", "--state", state});
+  EXPECT_EQ(nothing.out, "run 5, node-01: " + dir + "/runs/5/node-01.log\n(nothing failed)\n");
+  auto unknown = run_gpuexpand({"logs", "node-09", "--state", state});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_EQ(unknown.err, "gpuexpand: error: no run has a log of node-09 in " + dir + "/runs (runs keep their logs beside "
+                         "the state store " + state + ")\n");
+  auto path = run_gpuexpand({"logs", "../../etc/passwd", "--state", state});
+  EXPECT_EQ(path.exit_code, 1);
+  EXPECT_EQ(path.err, "gpuexpand: error: logs: '../../etc/passwd' is not a node name\n");
+  auto typo = run_gpuexpand({"logs", "node-02", "--phase", "os-int", "--state", state});
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_NE(typo.err.find("no phase 'os-int' (did you mean 'os-init'?)"), std::string::npos) << typo.err;
+}
+
 // Every error gpuexpand prints starts the same way, parse errors of the
 // command line included, and names the help to read.
 TEST(Cli, ErrorsSayErrorAndOutputHasOneVocabulary) {
@@ -323,9 +424,9 @@ TEST(Cli, StatusWithoutChecksShowsNoAcceptance) {
   EXPECT_EQ(one.out,
             "Run 1: apply lab.yaml, failed (exit 3), 2026-11-30T03:00:00Z .. 2026-11-30T03:40:00Z\n"
             "  NODE     PHASE    STATUS     CHANGES  SECONDS  DETAIL\n"
-            "  node-01  os-init  succeeded  2        4.0      \n"
-            "  node-02  os-init  succeeded  2        4.0      \n"
-            "0 remote commands recorded\n");
+            "  node-01  os-init  succeeded  2        4.0\n"
+            "  node-02  os-init  succeeded  2        4.0\n"
+            "Remote commands (0):\n");
   auto one_json = nlohmann::json::parse(run_gpuexpand({"status", "--state", state, "--run", "1", "-o", "json"}).out);
   EXPECT_FALSE(one_json.contains("checks")) << one_json.dump();
 }
@@ -370,8 +471,8 @@ TEST(Cli, StatusShowsTheLatestAcceptanceChecksPerNode) {
             "Acceptance checks:\n"
             "  NODE     CHECK       STATUS  SECONDS  DETAIL\n"
             "  node-01  gpu         fail    2.5      6 GPUs, expected 8\n"
-            "  node-01  monitoring  pass    2.5      \n"
-            "0 remote commands recorded\n");
+            "  node-01  monitoring  pass    2.5\n"
+            "Remote commands (0):\n");
   auto one_json = run_gpuexpand({"status", "--state", state, "--run", "1", "-o", "json"});
   EXPECT_EQ(one_json.exit_code, 0) << one_json.err;
   auto run_doc = nlohmann::json::parse(one_json.out);

@@ -108,6 +108,16 @@ gxrun apply -y "$work/broken.yaml" --limit node-03 --state "$state"
 broken_run=$(sed -n 's/^run \([0-9]*\): applying.*/\1/p' <<<"$out")
 check "a failing step: apply exits 3" test "$rc" -eq 3
 check "the failure names node, phase and step" grep -q "node-03: phase os-init, step base-packages: " <<<"$out"
+check "the recap lists the failure by reason" grep -q "^  node-03: phase os-init, step base-packages: " <<<"$out"
+check "  and the command that retries only what did not finish" \
+  grep -qF "gpuexpand apply -y $work/broken.yaml --state $state --limit @failed" <<<"$out"
+check "  --limit @failed selects node-03 from the store" \
+  test "$("$gx" inventory "$work/lab.yaml" --limit @failed --state "$state" --hostlist 2>&1)" = node-03
+logs=$("$gx" logs "$work/lab.yaml" node-03 --failed --state "$state" 2>&1)
+check "logs --failed: apt's own words and its exit status, from the run's log of node-03" \
+  grep -qzE "run $broken_run, node-03: .*Unable to locate package no-such-package-gx.*= exit 100 .*phase os-init: FAILED" <<<"$logs"
+check "  the log keeps stdin by digest only (no file content)" \
+  grep -q "^  stdin: [0-9]* bytes, sha256 [0-9a-f]\{64\}$" "$(dirname "$state")/runs/$broken_run/node-03.log"
 check "the phase was rolled back" grep -q "rolled back" <<<"$out"
 check "files byte for byte as before" test "$before" = "$(sshn node-03 "sha256sum /etc/chrony/chrony.conf /etc/hosts /etc/hostname")"
 check "chrony running again after the restore" on node-03 active "systemctl is-active chrony"
@@ -116,6 +126,9 @@ check "status shows the rolled-back phase with its step" \
   grep -q "node-03 os-init (run $broken_run): step base-packages: " <<<"$status"
 out=$("$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" 2>&1)
 check "after the rollback the node is converged for the original spec" grep -q "0 changed, 1 unchanged" <<<"$out"
+out=$("$gx" apply -y "$work/lab.yaml" --limit @failed --state "$state" 2>&1)
+check "  then --limit @failed has nothing left to retry (exit 0)" \
+  grep -q "^--limit @failed: run [0-9]* (the last apply) left no node unfinished; nothing to do$" <<<"$out"
 
 # ---------------------------------------------------------------- package sources
 # node-03 converged. A key whose fingerprint is not the pinned one is

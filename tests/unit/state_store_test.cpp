@@ -178,10 +178,10 @@ TEST_F(StateStoreTest, OpenCreatesDirectoryWalAndCurrentSchema) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->path(), path_);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(StateStore::kSchemaVersion, 3);
+  EXPECT_EQ(StateStore::kSchemaVersion, 4);
   EXPECT_TRUE(fs::is_directory(dir_ + "/.gpuexpand"));
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
   EXPECT_EQ(sql(path_,
                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
@@ -635,7 +635,12 @@ TEST_F(StateStoreTest, StoreJournalRecordsChecksUnderItsRun) {
   measured.detail = "412 MB/s write";
   measured.seconds = 12.5;
   CheckResult timed = check(0, "", "gpu", "fail", "7 GPUs, expected 8");  // its own recorded_at is kept
-  journal.audit({"n1", "nvidia-smi -L", 0, FailureKind::None, std::chrono::milliseconds(40)});
+  AuditRecord listed;
+  listed.node = "n1";
+  listed.command = "nvidia-smi -L";
+  listed.exit_code = 0;
+  listed.duration = std::chrono::milliseconds(40);
+  journal.audit(listed);
   journal.checks_recorded("n1", {measured, timed});
   EXPECT_TRUE(journal.errors().empty());
   EXPECT_EQ(console.seen, (std::vector<std::string>{"n1:storage@1", "n1:gpu@1"}));
@@ -749,8 +754,8 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
 
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 3);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(sql(path_,
                 "SELECT name FROM sqlite_master WHERE name IN ('events', 'phase_results_latest', 'check_results', "
@@ -788,8 +793,8 @@ TEST_F(StateStoreTest, MigratesAVersion2Store) {
 
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 3);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(store->schema_version(), 4);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
   EXPECT_EQ(sql(path_, "SELECT name FROM sqlite_master WHERE name LIKE 'check_results%' ORDER BY name"),
             "check_results\ncheck_results_latest");
   // What version 2 wrote is all there.
@@ -800,8 +805,53 @@ TEST_F(StateStoreTest, MigratesAVersion2Store) {
   EXPECT_TRUE(store->latest_checks({})->empty());
   ASSERT_TRUE(store->record_checks({check(1, "n1", "gpu", "pass")}).ok());
   EXPECT_EQ(summary(*store->latest_checks({})), (std::vector<std::string>{"1/n1/gpu=pass"}));
+  // A node of a run written before results were recorded did not finish,
+  // as far as `--limit @failed` knows: it is retried, not skipped.
+  auto unfinished = store->unfinished_nodes_of_last("apply");
+  ASSERT_TRUE(unfinished.ok()) << unfinished.error().message;
+  ASSERT_TRUE(unfinished->has_value());
+  EXPECT_EQ((*unfinished)->first, 1);
+  EXPECT_EQ((*unfinished)->second, (std::vector<std::string>{"n1"}));
   EXPECT_EQ(sql(path_, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(sql(path_, "PRAGMA foreign_key_check"), "");
+}
+
+TEST_F(StateStoreTest, NodeResultsNameTheLastApplysUnfinishedNodes) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  auto none = store->unfinished_nodes_of_last("apply");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());  // no apply yet
+
+  int64_t first = begin(*store, apply_run({"n3", "n1", "n2", "n4", "n5"}));
+  ASSERT_TRUE(store->record_node_result(first, "n1", "changed", "").ok());
+  ASSERT_TRUE(store->record_node_result(first, "n2", "unchanged", "").ok());
+  ASSERT_TRUE(store->record_node_result(first, "n3", "failed", "n3: phase os-init, step base-packages: exit 100").ok());
+  ASSERT_TRUE(store->record_node_result(first, "n4", "unreachable", "n4 (10.0.0.4): connection refused").ok());
+  // n5 never recorded: its controller died first.
+  auto unknown = store->record_node_result(first, "n9", "failed", "");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message, "state store " + path_ + ": recording how n9 ended in run 1: the node is not in the run");
+  EXPECT_EQ(sql(path_, "SELECT result || '|' || message FROM run_nodes WHERE node = 'n3'"),
+            "failed|n3: phase os-init, step base-packages: exit 100");
+  ASSERT_TRUE(store->finish_run(first, RunStatus::Failed, 3, "t1").ok());
+
+  auto last = store->unfinished_nodes_of_last("apply");
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->first, first);
+  EXPECT_EQ((*last)->second, (std::vector<std::string>{"n3", "n4", "n5"}));  // run order
+
+  // A verify in between is not an apply; the newest apply counts.
+  RunRecord verify = apply_run({"n3"});
+  verify.command = "verify";
+  ASSERT_TRUE(store->finish_run(begin(*store, verify), RunStatus::Succeeded, 0, "t2").ok());
+  EXPECT_EQ((*store->unfinished_nodes_of_last("apply"))->first, first);
+  int64_t retry = begin(*store, apply_run({"n3", "n4", "n5"}));
+  for (const char* node : {"n3", "n4", "n5"}) ASSERT_TRUE(store->record_node_result(retry, node, "changed", "").ok());
+  last = store->unfinished_nodes_of_last("apply");
+  ASSERT_TRUE(last.ok() && last->has_value());
+  EXPECT_EQ((*last)->first, retry);
+  EXPECT_TRUE((*last)->second.empty());
 }
 
 TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
@@ -809,7 +859,7 @@ TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
   std::ofstream(path_).close();
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "3");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
 }
 
 TEST_F(StateStoreTest, RefusesANewerSchema) {
@@ -819,7 +869,7 @@ TEST_F(StateStoreTest, RefusesANewerSchema) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(
       store.error().message,
-      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (3); upgrade gpuexpand");
+      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (4); upgrade gpuexpand");
   // Left exactly as it was.
   EXPECT_EQ(sql(path_, "PRAGMA user_version"), "7");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "delete");

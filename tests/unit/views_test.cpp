@@ -74,6 +74,43 @@ TEST(ApplyView, QuietConsolePrintsOnlyFailures) {
             "n5  UNREACHABLE: connection refused\n");
 }
 
+// Ansible's recap: outcomes with folded host lists, failures grouped by a
+// reason that no longer carries the node's own name and address, the retry.
+TEST(ApplyView, RecapGroupsFailuresByReasonAndOffersTheRetry) {
+  ExecutionReport report;
+  const std::string apt = "phase os-init, step base-packages: `apt-get install -y -q ...` exited 100: E: Unable to "
+                          "locate package no-such-package-gx (rolled back to the checkpoint)";
+  report.nodes = {
+      {"gpu-02", NodeResult::Changed, 3, ""},
+      {"gpu-01", NodeResult::Changed, 2, ""},
+      {"gpu-03", NodeResult::Failed, 0, "gpu-03: phase os-init, step base-packages: gpu-03 (10.0.0.3): `apt-get install -y -q ...` exited 100: E: Unable to locate package no-such-package-gx (rolled back to the checkpoint)"},
+      {"gpu-04", NodeResult::Unchanged, 0, ""},
+      {"gpu-05", NodeResult::Unreachable, 0, "gpu-05 (10.0.0.5:22): connect: Connection refused"},
+      {"gpu-07", NodeResult::Failed, 0, "gpu-07: phase os-init, step base-packages: gpu-07 (10.0.0.7): `apt-get install -y -q ...` exited 100: E: Unable to locate package no-such-package-gx (rolled back to the checkpoint)"},
+      {"gpu-06", NodeResult::Unreachable, 0, "gpu-06 (10.0.0.6:22): connect: Connection refused"},
+      {"gpu-08", NodeResult::NotStarted, 0, "not started: 4 of 8 nodes failed (max_fail 4)"},
+      {"gpu-09", NodeResult::Failed, 0, ""},
+  };
+  EXPECT_EQ(apply_recap(report, "gpuexpand apply 'my spec.yaml' --limit @failed"),
+            "\nRecap:\n"
+            "  changed      gpu-[01-02]\n"
+            "  unchanged    gpu-04\n"
+            "  failed       gpu-[03,07,09]\n"
+            "  unreachable  gpu-[05-06]\n"
+            "  not started  gpu-08\n"
+            "Failures by reason:\n"
+            "  gpu-[03,07]: " + apt + "\n"
+            "  gpu-[05-06]: connect: Connection refused\n"
+            "  gpu-08: not started: 4 of 8 nodes failed (max_fail 4)\n"
+            "  gpu-09: failed\n"
+            "Retry only the nodes that did not finish:\n"
+            "  gpuexpand apply 'my spec.yaml' --limit @failed\n");
+  // Every node finished: the summary line says it all.
+  ExecutionReport converged;
+  converged.nodes = {{"gpu-01", NodeResult::Changed, 1, ""}, {"gpu-02", NodeResult::Unchanged, 0, ""}};
+  EXPECT_EQ(apply_recap(converged, "gpuexpand apply s.yaml --limit @failed"), "");
+}
+
 TEST(ApplyView, SummaryLine) {
   ExecutionReport report;
   for (NodeResult r : {NodeResult::Changed, NodeResult::Changed, NodeResult::Unchanged, NodeResult::Failed}) {
@@ -213,11 +250,32 @@ TEST(StatusView, OverviewTablesAndFailures) {
             "\nAcceptance checks, latest per node:\n"
             "  n1  0 passed, 1 failed, 0 skipped (run 2)\n"
             "    FAIL gpu: 7 GPUs, expected 8\n");
-  EXPECT_EQ(run_text(run, {latest[1]}, {}, 4),
+  const std::vector<AuditEntry> commands = {
+      {2, "n1", "hostnamectl set-hostname n1", 0, "ok", 12, "2026-12-01T00:00:01Z"},
+      {2, "n2", "sh -s\nsecond line", 1, "command failed", 340, "2026-12-01T00:00:02Z"},
+      {2, "n3", "true", -1, "connection refused", 3, "2026-12-01T00:00:02Z"},
+      {2, "n2", std::string(130, 'x'), 0, "ok", 5, "2026-12-01T00:00:03Z"}};
+  EXPECT_EQ(run_text(run, {latest[1]}, {},
+                     {{"n1", "changed", ""}, {"n2", "failed", "n2: phase os-init"},
+                      {"n3", "unreachable", "n3 (10.0.0.3:22): connection refused"}},
+                     commands),
             "Run 2: apply , failed (exit 3), 2026-12-01T00:00:00Z .. \n"
             "  NODE  PHASE    STATUS       CHANGES  SECONDS  DETAIL\n"
             "  n2    os-init  rolled-back  0        1.0      chrony: exited 1\n"
-            "4 remote commands recorded\n");
+            "Nodes:\n"
+            "  NODE  RESULT       DETAIL\n"
+            "  n1    changed\n"
+            "  n2    failed       n2: phase os-init\n"
+            "  n3    unreachable  n3 (10.0.0.3:22): connection refused\n"
+            "Remote commands (4):\n"
+            "  AT                    NODE  EXIT                MS   COMMAND\n"
+            "  2026-12-01T00:00:01Z  n1    0                   12   hostnamectl set-hostname n1\n"
+            "  2026-12-01T00:00:02Z  n2    1                   340  sh -s …\n"
+            "  2026-12-01T00:00:02Z  n3    connection refused  3    true\n"
+            "  2026-12-01T00:00:03Z  n2    0                   5    " + std::string(120, 'x') + " …\n");
+  EXPECT_EQ(run_text(run, {}, {}, {{"n1", "", ""}}, {}), "Run 2: apply , failed (exit 3), 2026-12-01T00:00:00Z .. \n"
+                                                      "  NODE  PHASE  STATUS  CHANGES  SECONDS  DETAIL\n"
+                                                      "Remote commands (0):\n");
 }
 
 }  // namespace

@@ -3,11 +3,14 @@
 // console: each phase start/end, checkpoint, restore and node's batch of
 // acceptance check results is one transaction, so a controller killed at any
 // moment leaves a consistent record that the next `apply` resumes from.
+// Every event and remote command also goes to the run's per-node log files
+// beside the store (run_log.hpp), as it happens, for `gpuexpand logs`.
 
 #include <string>
 #include <vector>
 
 #include "gpuexpand/exec/executor.hpp"
+#include "gpuexpand/exec/run_log.hpp"
 #include "gpuexpand/state/state_store.hpp"
 
 namespace gpuexpand {
@@ -37,6 +40,7 @@ class StoreJournal final : public RunJournal {
 
  private:
   void check(const Result<void>& written);
+  void check_log();
 
   StateStore& store_;
   int64_t run_id_;
@@ -45,6 +49,8 @@ class StoreJournal final : public RunJournal {
   std::map<std::pair<std::string, std::string>, std::string> started_at_;
   std::vector<AuditEntry> pending_audit_;
   std::vector<std::string> errors_;
+  RunLog log_;
+  bool log_error_reported_ = false;
 };
 
 }  // namespace gpuexpand

@@ -6,6 +6,9 @@
 //   gpu-node-[001-032]          a host list
 //   rack=r02 / group=h200       every node in a rack or group
 //   !gpu-node-013, !rack=r04    exclusions, applied after the union
+//   @failed                     the nodes the last apply did not finish, from
+//                               the state store (expanded by the CLI layer,
+//                               which reads the store, before select_nodes)
 // A term that names nothing in the spec is an error, not an empty run:
 // a typo must not silently turn a change into a no-op (or the reverse).
 

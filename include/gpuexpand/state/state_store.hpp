@@ -72,6 +72,12 @@ struct AuditEntry {
   std::string at;
 };
 
+// How a node of a run ended ("changed", "failed", "unreachable", …; ""
+// while it runs or when its controller died first) and why.
+struct NodeOutcome {
+  std::string node, result, message;
+};
+
 struct LockConflict {
   int64_t run_id = 0;
   std::string holder, since;
@@ -110,13 +116,13 @@ void to_json(nlohmann::json& out, const CheckResult& result);
 class StateStore {
  public:
   // v1: runs, run_nodes, phase_results, checkpoints, audit, locks. v2: events, status indexes.
-  // v3: check_results (acceptance checks).
-  static constexpr int kSchemaVersion = 3;
+  // v3: check_results (acceptance checks). v4: run_nodes.result and .message (--limit @failed).
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating the file and parent directories), sets WAL, busy_timeout 5000, foreign keys,
   // and migrates the schema to the current version inside one transaction per step.
   // A database with a NEWER schema version is refused:
-  // "state store PATH: schema version 7 is newer than this gpuexpand understands (3); upgrade gpuexpand".
+  // "state store PATH: schema version 7 is newer than this gpuexpand understands (4); upgrade gpuexpand".
   static Result<std::unique_ptr<StateStore>> open(const std::string& path);
   // For commands that only look (status, unlock): a path with no store is
   // refused, naming it, instead of creating folders and an empty store.
@@ -144,6 +150,10 @@ class StateStore {
   // (run_id, node, check), a re-recorded check keeps its place in the order. An empty node or
   // check name refuses the whole batch.
   Result<void> record_checks(const std::vector<CheckResult>& results);
+  // How `node` ended in `run_id` ("changed", "failed", … as the executor names
+  // it) and why. Error when the node is not one of the run's.
+  Result<void> record_node_result(int64_t run_id, const std::string& node, const std::string& result,
+                                  const std::string& message);
   // unlock --force: releases every lock (or those of the given nodes), marks a run Interrupted when
   // it is still Running and no longer holds any lock, and records the act in `events` (even when
   // nothing was held). Returns what was released, one entry per run.
@@ -160,6 +170,7 @@ class StateStore {
   // Checkpoints of a node, newest first (newest run, then last taken), for `rollback --to`.
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& node);
   Result<std::vector<AuditEntry>> audit(int64_t run_id);  // in the order recorded
+  Result<std::vector<NodeOutcome>> node_outcomes(int64_t run_id);  // in run order
   Result<std::vector<CheckResult>> checks_of_run(int64_t run_id);  // in the order first recorded
   // For each (node, check) the result of the newest run that recorded it. Ordered by node, then by
   // when the row was first recorded (the order the checks ran in).
@@ -168,6 +179,11 @@ class StateStore {
   // for resume messages. A live run, this process's included, is not listed.
   Result<std::vector<RunRecord>> interrupted_runs();
   Result<std::vector<EventRecord>> events();  // oldest first
+  // `--limit @failed`: the newest run of `command` (none: nullopt) and its
+  // nodes that did not finish, in run order: failed, unreachable,
+  // interrupted, not started, or never recorded (its controller died).
+  Result<std::optional<std::pair<int64_t, std::vector<std::string>>>> unfinished_nodes_of_last(
+      const std::string& command);
 
  private:
   StateStore(sqlite3* db, std::string path, int version) : db_(db), path_(std::move(path)), schema_version_(version) {}

@@ -47,6 +47,13 @@ struct AuditRecord {
   int exit_code = -1;
   FailureKind failure = FailureKind::None;
   std::chrono::milliseconds duration{0};
+  // For the run's per-node log (exec/run_log.hpp): stdin only by size and
+  // digest (it may carry a secret file's content), the output as the
+  // command printed it (nothing for a sensitive request), and the one-line
+  // message of a failure.
+  size_t stdin_bytes = 0;
+  std::string stdin_sha256;
+  std::string out, err, message;
 };
 
 }  // namespace gpuexpand

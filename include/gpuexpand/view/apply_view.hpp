@@ -20,6 +20,23 @@ std::unique_ptr<RunJournal> make_apply_console(std::ostream& out, bool quiet = f
 // "4 nodes: 3 changed, 0 unchanged, 1 failed, 0 unreachable[, N not started][, N interrupted] (12.3 s)\n"
 std::string apply_summary_line(const ExecutionReport& report, size_t nodes, double seconds);
 
+// Ansible's recap, for a run that left nodes unfinished ("" when every node
+// changed or had nothing to change): each outcome with its nodes folded,
+// then the failures grouped by reason (the node's own name and address
+// taken out of the message, so one reason shared by 40 nodes is one line),
+// then `retry_command`, which runs again on exactly the unfinished nodes.
+//
+//   Recap:
+//     changed      node-[01-02]
+//     failed       node-03
+//     unreachable  node-[05-06]
+//   Failures by reason:
+//     node-03: phase os-init, step base-packages: `apt-get …` exited 100: E: …
+//     node-[05-06]: connection refused
+//   Retry only the nodes that did not finish:
+//     gpuexpand apply spec.yaml --limit @failed
+std::string apply_recap(const ExecutionReport& report, const std::string& retry_command);
+
 // The lines `verify` prints for one node's results:
 // "NODE  pass|FAIL|skip  CHECK (1.5 s): DETAIL", one per check.
 std::string check_result_lines(const std::string& node, const std::vector<CheckResult>& results);

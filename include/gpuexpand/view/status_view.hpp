@@ -11,9 +11,12 @@
 
 namespace gpuexpand {
 
-// `status --run N`: the run's line, its phases, its checks, the audit count.
+// `status --run N`: the run's line, its phases, its checks, how each node
+// ended (an unreachable node with why), and its remote commands in order
+// (the first line of each, cut at 120 characters; `logs` has them whole).
 std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& phases,
-                     const std::vector<CheckResult>& checks, size_t audited_commands);
+                     const std::vector<CheckResult>& checks, const std::vector<NodeOutcome>& nodes,
+                     const std::vector<AuditEntry>& commands);
 
 // `status`: runs newest first, then per node the latest result of each
 // phase (in phase_order()), the failures among them, and each node's
