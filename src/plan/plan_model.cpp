@@ -47,40 +47,4 @@ bool Plan::has_changes() const {
   return false;
 }
 
-nlohmann::json plan_to_json(const Plan& plan) {
-  const PlanSummary s = plan.summary();
-  nlohmann::json out = {
-      {"format_version", Plan::kFormatVersion},
-      {"kind", "gpuexpand-plan"},
-      {"created_at", plan.created_at},
-      {"cluster", plan.cluster},
-      {"spec", {{"file", plan.spec_file}, {"sha256", plan.spec_sha256}}},
-      {"playbooks_sha256", plan.playbooks_sha256},
-      {"summary",
-       {{"nodes", s.nodes}, {"to_change", s.to_change}, {"unchanged", s.unchanged},
-        {"unreachable", s.unreachable}, {"errors", s.errors}, {"changes", s.changes}}},
-      {"nodes", nlohmann::json::array()},
-  };
-  for (const auto& node : plan.nodes) {
-    nlohmann::json n = {{"name", node.node}, {"address", node.address}, {"status", status_name(node.status)}};
-    if (!node.message.empty()) n["message"] = node.message;
-    if (!node.facts_sha256.empty()) n["facts_sha256"] = node.facts_sha256;
-    n["phases"] = nlohmann::json::array();
-    for (const auto& phase : node.phases) {
-      nlohmann::json p = {{"name", phase.phase}, {"changes", nlohmann::json::array()}};
-      for (const auto& c : phase.changes) {
-        p["changes"].push_back({{"step", c.step}, {"type", c.type}, {"action", action_name(c.action)},
-                                {"target", c.target}, {"reason", c.reason}});
-      }
-      p["steps"] = nlohmann::json::array();
-      for (const auto& step : phase.steps) {
-        p["steps"].push_back({{"key", step.key}, {"id", step.id}, {"type", step.type}, {"params", step.params}});
-      }
-      n["phases"].push_back(std::move(p));
-    }
-    out["nodes"].push_back(std::move(n));
-  }
-  return out;
-}
-
 }  // namespace gpuexpand

@@ -156,6 +156,8 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
   NodePlan result;
   result.node = node.name;
   result.address = node.address;
+  result.rack = node.rack;
+  result.groups = node.groups;
   for (const auto& [interface, cidr] : node.compute_addresses) result.own_values.emplace_back("{" + interface + ".address}", cidr);
   if (!facts) {
     result.status = NodeStatus::Unreachable;

@@ -589,9 +589,19 @@ TEST(Cli, PlanSavesAValidPlanDocument) {
   auto r = run_gpuexpand({"plan", kLabSpec, "--facts", kLabFacts, "--out", dir + "/plan.json", "-o", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto saved = nlohmann::json::parse(read_file(dir + "/plan.json"));
-  EXPECT_EQ(saved["format_version"], 1);
+  EXPECT_EQ(saved["format_version"], 2);
   EXPECT_EQ(saved["summary"]["to_change"], 6);
   EXPECT_EQ(nlohmann::json::parse(r.out)["nodes"], saved["nodes"]);
+  // Six bare lab nodes, one build: one shared entry of phases.
+  EXPECT_EQ(saved["plans"].size(), 1u);
+  EXPECT_EQ(saved["plans"][0]["nodes"], "node-[01-06]");
+  // A plan an older gpuexpand saved is refused, not misread.
+  saved["format_version"] = 1;
+  write_file(dir + "/old.json", saved.dump());
+  auto old = run_gpuexpand({"apply", "-y", dir + "/old.json"});
+  EXPECT_EQ(old.exit_code, 1);
+  EXPECT_EQ(old.err, "gpuexpand: error: " + dir + "/old.json: a plan of format 1, and this gpuexpand applies format 2; "
+                     "plan again\n");
 }
 
 TEST(Cli, PlanWithBrokenFacts) {

@@ -588,6 +588,55 @@ TEST(Planner, PlanDocumentMatchesItsSchema) {
   const json document = plan_to_json(plan);
   const auto problems = testing::schema("plan").validate_json(document);
   EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_EQ(document["format_version"], 2);
+  EXPECT_EQ(document["nodes"][0]["rack"], "r01");
+}
+
+// 1,000 nodes of one build are one entry of "plans", and the fold is
+// exact: expanding a node's entry with its own values gives back exactly
+// the phases it would have unfolded, compute addresses and all.
+TEST(Planner, PlanDocumentFoldsNodesAndExpandsBackExactly) {
+  auto loaded = load_spec_file(testing::source_path("examples/h200-expansion.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec);
+  auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
+                               testing::schema("facts-file"), testing::schema("facts"));
+  ASSERT_TRUE(facts) << facts.error().message;
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : loaded.spec->nodes) nodes.push_back(&n);
+  Plan plan = make_plan(*loaded.spec, nodes, testing::playbooks(), facts.value(), "2026-11-30T00:00:00Z");
+  const json document = plan_to_json(plan);
+  ASSERT_EQ(document["nodes"].size(), 128u);
+  EXPECT_LE(document["plans"].size(), 4u) << "racks differ in time servers and features, not per node";
+  EXPECT_EQ(document["plans"][0]["nodes"], "gpu-node-[001-064]");
+
+  auto expand = [](std::string text, const json& node) {
+    std::vector<std::pair<std::string, std::string>> values = {{"{node.address}", node["address"]},
+                                                               {"{node.name}", node["name"]}};
+    if (node.contains("values")) {
+      for (const auto& [placeholder, value] : node["values"].items()) values.emplace_back(placeholder, value);
+    }
+    for (const auto& [placeholder, value] : values) {
+      for (size_t at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + value.size())) {
+        text.replace(at, placeholder.size(), value);
+      }
+    }
+    return text;
+  };
+  size_t compared = 0;
+  bool some_own_value = false;
+  for (size_t i = 0; i < plan.nodes.size(); ++i) {
+    const json& node = document["nodes"][i];
+    if (!node.contains("plan")) continue;
+    some_own_value = some_own_value || node.contains("values");
+    const json& shared = document["plans"][node["plan"].get<size_t>()]["phases"];
+    EXPECT_EQ(json::parse(expand(shared.dump(), node)), node_phases_json(plan.nodes[i])) << node["name"];
+    ++compared;
+  }
+  EXPECT_EQ(compared, 127u);  // all but the unreachable node
+  EXPECT_TRUE(some_own_value) << "the example gives nodes compute addresses";
+  const std::string shared_text = document["plans"][0].dump();
+  EXPECT_NE(shared_text.find("{node.name}"), std::string::npos);
+  EXPECT_EQ(shared_text.find("gpu-node-001"), std::string::npos) << "a node's own name stays out of a shared entry";
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ std::string status_name(NodeStatus status);
 struct NodePlan {
   std::string node;
   std::string address;
+  std::string rack;                 // from the spec, for readers of the plan document
+  std::vector<std::string> groups;
   // Other values that are the node's own, as the text plan names them when
   // it folds nodes together: {"{ib0.address}", "10.100.1.1/16"}.
   std::vector<std::pair<std::string, std::string>> own_values;
@@ -44,7 +46,10 @@ struct PlanSummary {
 };
 
 struct Plan {
-  static constexpr int kFormatVersion = 1;
+  // 2: nodes with the same phases share one entry of "plans" (per-node
+  // values as {node.name}, {node.address}, {IF.address}); nodes carry rack
+  // and groups. docs/plan-format.md.
+  static constexpr int kFormatVersion = 2;
   std::string cluster;
   std::string spec_file;
   std::string spec_sha256;
@@ -54,6 +59,14 @@ struct Plan {
   PlanSummary summary() const;
   bool has_changes() const;
 };
+
+// The plan document `plan -o json` prints and `plan --out` saves
+// (schemas/plan.schema.json, docs/plan-format.md): 1,000 nodes of one
+// build are one entry of "plans", not 1,000 copies of every file.
+nlohmann::json plan_to_json(const Plan& plan);
+// One node's phases as the document has them before folding: what a
+// reader gets back by expanding its entry of "plans" with its values.
+nlohmann::json node_phases_json(const NodePlan& node);
 
 // Node name -> facts document (facts.schema.json). A node missing from the
 // map, or whose document has "unreachable", is planned as unreachable.
@@ -90,8 +103,5 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
 // in the playbooks, every builtin check. `facts`: for templates that read them.
 nlohmann::json node_acceptance_settings(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                         const nlohmann::json* facts = nullptr);
-
-// The versioned plan document (schemas/plan.schema.json).
-nlohmann::json plan_to_json(const Plan& plan);
 
 }  // namespace gpuexpand
