@@ -23,6 +23,7 @@
 #include "gpuexpand/util/shell_quote.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/view/apply_events.hpp"
 #include "gpuexpand/view/plan_text.hpp"
 
 namespace gpuexpand::cli {
@@ -41,6 +42,7 @@ struct ApplyOptions : NodeCommandOptions {
   std::string batch, max_fail;
   std::string until;
   bool auto_approve = false;
+  std::string output = "text";  // or jsonl: the run as events (view/apply_events.hpp)
 };
 
 // Terraform's convention: apply shows what it would change and asks,
@@ -129,6 +131,11 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ExecutorOptions exec;
   exec.batch = options.batch.empty() ? spec.rollout.batch : parse_limit_option(options.batch, "--batch");
   exec.max_fail = options.max_fail.empty() ? spec.rollout.max_fail : parse_limit_option(options.max_fail, "--max-fail");
+  const bool events = options.output == "jsonl";
+  if (events && !saved_plan && !options.auto_approve) {
+    throw CommandFailed{kExitError, "--output jsonl needs --auto-approve (-y) or a saved plan: a question would break "
+                                    "the stream of events"};
+  }
   // What later phases need on this machine, before any node is touched.
   if (const auto problems = preflight_problems(spec, nodes); !problems.empty()) {
     throw CommandFailed{kExitError, preflight_message(problems)};
@@ -146,16 +153,18 @@ int run_apply(Context& context, const ApplyOptions& options) {
   record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
-  auto begun = begin_run_resuming(**store, record, utc_now_rfc3339(), [](const LockConflict& dead) {
-    std::cout << "run " << dead.run_id << " (" << dead.holder
-              << ") was interrupted and its process is gone: taking over its nodes and resuming\n";
+  std::ostream& notes = events ? std::cerr : std::cout;  // stdout carries only events with jsonl
+  auto begun = begin_run_resuming(**store, record, utc_now_rfc3339(), [&notes](const LockConflict& dead) {
+    notes << "run " << dead.run_id << " (" << dead.holder
+          << ") was interrupted and its process is gone: taking over its nodes and resuming\n";
   });
   if (!begun) throw CommandFailed{kExitError, begun.error().message};
   if (begun->conflict) throw CommandFailed{kExitLocked, describe(*begun->conflict)};
   const int64_t run_id = begun->run_id;
   RunGuard run(**store, run_id);
 
-  const auto console = make_apply_console(std::cout, context.options().quiet);
+  const auto console =
+      events ? make_apply_events(std::cout, &utc_now_rfc3339) : make_apply_console(std::cout, context.options().quiet);
   StoreJournal journal(**store, run_id, console.get(), &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
 
@@ -181,7 +190,9 @@ int run_apply(Context& context, const ApplyOptions& options) {
   ::signal(SIGINT, request_stop);
   ::signal(SIGTERM, request_stop);
 
-  if (!context.options().quiet) {
+  if (events) {
+    std::cout << run_started_event(run_id, nodes.size(), utc_now_rfc3339()) << std::flush;
+  } else if (!context.options().quiet) {
     std::cout << "run " << run_id << ": applying to " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes") << "\n";
   }
   const auto start = std::chrono::steady_clock::now();
@@ -191,20 +202,23 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   journal.flush_audit();
 
-  std::cout << "\n" << apply_summary_line(report, nodes.size(), seconds);
   // The retry the recap offers repeats what picks the store and skips the question.
   const std::string retry = std::string("gpuexpand apply ") + (options.auto_approve ? "-y " : "") +
                             shell_quote(spec_path) + (options.state.empty() ? "" : " --state " + shell_quote(options.state)) +
                             " --limit @failed";
-  const std::string recap = apply_recap(report, retry);
-  std::cout << recap << std::flush;
-  if (!recap.empty()) {
-    const size_t unfinished = nodes.size() - report.count(NodeResult::Changed) - report.count(NodeResult::Unchanged);
-    std::cerr << "gpuexpand: error: " << unfinished << " of " << nodes.size()
-              << (nodes.size() == 1 ? " node" : " nodes") << " did not finish (the recap above says why)\n";
+  const int exit_code = apply_exit_code(report, g_stop_requested.load(), multinode_ok);
+  const size_t unfinished = nodes.size() - report.count(NodeResult::Changed) - report.count(NodeResult::Unchanged);
+  if (events) {
+    std::cout << run_finished_event(run_id, report, exit_code, seconds, retry, utc_now_rfc3339()) << std::flush;
+  } else {
+    std::cout << "\n" << apply_summary_line(report, nodes.size(), seconds) << apply_recap(report, retry) << std::flush;
+  }
+  if (unfinished > 0) {
+    std::cerr << "gpuexpand: error: " << unfinished << " of " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes")
+              << " did not finish (" << (events ? "the run_finished event lists them" : "the recap above says why")
+              << ")\n";
   }
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
-  const int exit_code = apply_exit_code(report, g_stop_requested.load(), multinode_ok);
   const RunStatus status = run_status_for(exit_code);
   if (auto finished = run.finish(status, exit_code); !finished) {
     std::cerr << "gpuexpand: warning: " << finished.error().message << "\n";
@@ -222,6 +236,7 @@ void add_apply_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch", options->batch, "Rolling batches: N nodes or N% at a time (default: rollout.batch)");
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
+  add_output_option(*cmd, options->output, {"text", "jsonl"});
   cmd->add_flag("-y,--auto-approve", options->auto_approve,
                 "Do not show the plan and ask first (needed without a terminal; a saved plan is never asked about)");
   cmd->add_option("--until", options->until,
@@ -229,7 +244,8 @@ void add_apply_command(CLI::App& app, Action& action) {
       ->check(phase_name_check());
   cmd->footer("Examples:\n  gpuexpand apply spec.yaml                      (shows the plan, asks for 'yes')\n"
               "  gpuexpand apply -y spec.yaml --limit rack=r02 --batch 10% --max-fail 2\n"
-              "  gpuexpand plan spec.yaml --out plan.json && gpuexpand apply plan.json\n\n"
+              "  gpuexpand plan spec.yaml --out plan.json && gpuexpand apply plan.json\n"
+              "  gpuexpand apply -y spec.yaml -o jsonl | jq -c 'select(.event == \"node_finished\")'   (docs/events.md)\n\n"
               "Each phase is checkpointed on the node first and rolled back if a step or its verification fails.\n"
               "Exit 0: all nodes converged; 3: some nodes failed (rolled back); 130: interrupted.");
 }

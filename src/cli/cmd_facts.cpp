@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -5,7 +6,9 @@
 #include "commands.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/view/facts_view.hpp"
 
 namespace gpuexpand::cli {
@@ -14,10 +17,75 @@ namespace {
 struct FactsOptions : NodeCommandOptions {
   std::string output = "text";
   std::string save;
+  std::vector<std::string> diff;  // A B: two nodes, host lists, racks or groups
+  std::string facts_file;         // recorded facts instead of asking the nodes
 };
+
+std::vector<const NodeSpec*> side(const ClusterSpec& spec, const std::string& term, const std::string& store) {
+  auto selected = select_nodes(spec, expand_failed_limits({term}, store, spec));
+  if (!selected) {
+    std::string message = selected.error().message;  // worded for --limit
+    if (message.rfind("--limit: ", 0) == 0) message.erase(0, 9);
+    if (message.rfind("--limit ", 0) == 0) message.erase(0, 8);
+    throw CommandFailed{kExitError, "--diff " + term + ": " + message};
+  }
+  return selected.value();
+}
+
+std::string names_of(const std::vector<const NodeSpec*>& nodes) {
+  std::vector<std::string> names;
+  for (const auto* node : nodes) names.push_back(node->name);
+  return fold_hostlist(names);
+}
+
+// facts --diff A B: the facts on which two nodes (or two sets) differ.
+int run_facts_diff(Context& context, const FactsOptions& options, const ClusterSpec& spec) {
+  if (!options.limits.empty()) throw CommandFailed{kExitError, "--diff names its nodes itself; drop --limit"};
+  const std::string store = state_path(options.state, options.spec);
+  const auto a = side(spec, options.diff[0], store);
+  const auto b = side(spec, options.diff[1], store);
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec.nodes) {
+    const auto in = [&](const std::vector<const NodeSpec*>& s) { return std::find(s.begin(), s.end(), &n) != s.end(); };
+    if (in(a) || in(b)) nodes.push_back(&n);
+  }
+  FactsByNode facts;
+  if (!options.facts_file.empty()) {
+    facts = context.recorded_facts(options.facts_file);
+  } else {
+    AuditedRun audited(store, "facts", options.spec);
+    auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
+    facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+    audited.finish(kExitOk);
+  }
+  std::vector<std::string> unreachable;
+  for (const auto* node : nodes) {
+    const auto found = facts.find(node->name);
+    if (found == facts.end()) {
+      unreachable.push_back(node->name + ": not in " + options.facts_file);
+    } else if (found->second.contains("unreachable")) {
+      const auto& why = found->second["unreachable"];
+      const std::string reason = why.is_string() ? why.get<std::string>() : "";
+      unreachable.push_back(reason.rfind(node->name, 0) == 0 ? reason : node->name + ": " + reason);
+    }
+  }
+  const FactComparison comparison = compare_facts(facts, a, b);
+  if (options.output == "json") {
+    nlohmann::json doc = {{"a", names_of(a)}, {"b", names_of(b)}, {"facts", comparison.facts},
+                          {"differences", nlohmann::json::array()}, {"unreachable", unreachable}};
+    for (const auto& d : comparison.differences) doc["differences"].push_back({{"fact", d.fact}, {"a", d.a}, {"b", d.b}});
+    std::cout << doc.dump(2) << "\n";
+  } else {
+    std::cout << facts_diff_table(names_of(a), names_of(b), comparison.differences, comparison.facts);
+    for (const auto& reason : unreachable) std::cout << "unreachable: " << reason << "\n";
+  }
+  return unreachable.empty() ? kExitOk : kExitError;
+}
 
 int run_facts(Context& context, const FactsOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
+  if (!options.diff.empty()) return run_facts_diff(context, options, spec);
+  if (!options.facts_file.empty()) throw CommandFailed{kExitError, "--facts is for --diff; `facts` alone asks the nodes"};
   auto selected =
       select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
@@ -57,8 +125,16 @@ void add_facts_command(CLI::App& app, Action& action) {
                                    node_help("State store: the probe commands are recorded in its audit"));
   add_output_option(*cmd, options->output, {"text", "json"}, {{"table", "text"}});
   cmd->add_option("--save", options->save, "Also save the facts (JSON) for `plan --facts`");
+  cmd->add_option("--diff", options->diff,
+                  "A B: the facts on which two nodes differ (or two host lists, racks, groups: each side folded)")
+      ->expected(2)
+      ->allow_extra_args(false);
+  cmd->add_option("--facts", options->facts_file, "With --diff: compare recorded facts (facts --save) instead of asking")
+      ->check(CLI::ExistingFile);
   cmd->footer("Examples:\n  gpuexpand facts spec.yaml --limit rack=r01\n"
-              "  gpuexpand facts spec.yaml -o json --save recorded.json\n\n"
+              "  gpuexpand facts spec.yaml -o json --save recorded.json\n"
+              "  gpuexpand facts spec.yaml --diff gpu-node-001 gpu-node-097\n"
+              "  gpuexpand facts spec.yaml --diff rack=r01 rack=r04\n\n"
               "Unreachable nodes are listed with the reason; the others are unaffected. Exit 1 if any node was "
               "unreachable.");
 }

@@ -29,9 +29,7 @@ int run_plan(Context& context, const PlanOptions& options) {
   const PlaybookSet& playbooks = context.playbooks();
   FactsByNode facts;
   if (!options.facts_file.empty()) {
-    auto recorded = load_facts_file(options.facts_file, context.schema("facts-file"), context.schema("facts"));
-    if (!recorded) throw CommandFailed{kExitError, recorded.error().message};
-    facts = std::move(recorded.value());
+    facts = context.recorded_facts(options.facts_file);
   } else {
     // Live: one probe per node, then plan; the facts can be kept for CI.
     AuditedRun audited(state_path(options.state, options.spec), "plan", options.spec);

@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "gpuexpand/util/exit_codes.hpp"
+#include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/transport/passphrase.hpp"
 #include "gpuexpand/transport/ssh_config.hpp"
@@ -65,6 +66,12 @@ const PlaybookSet& Context::playbooks() {
     playbooks_ = std::move(*set);
   }
   return *playbooks_;
+}
+
+FactsByNode Context::recorded_facts(const std::string& path) {
+  auto recorded = load_facts_file(path, schema("facts-file"), schema("facts"));
+  if (!recorded) throw CommandFailed{kExitError, recorded.error().message};
+  return std::move(recorded.value());
 }
 
 bool Context::stdout_is_terminal() const { return isatty(STDOUT_FILENO) == 1; }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 #include "gpuexpand/spec/json_schema.hpp"
@@ -48,6 +49,9 @@ class Context {
   // source line) to stderr and throws CommandFailed{1}.
   ClusterSpec load_spec(const std::string& path);
   const PlaybookSet& playbooks();
+  // Facts saved by `facts --save` / `plan --save-facts`, checked against
+  // their schemas; CommandFailed naming the file and the problem.
+  FactsByNode recorded_facts(const std::string& path);
 
   bool stdout_is_terminal() const;
   bool use_color() const;

@@ -94,17 +94,17 @@ Values own_values(const NodePlan& node) {
 // when that would not expand back exactly.
 json shareable_phases(const NodePlan& node, const json& phases) {
   const Values values = own_values(node);
-  const json abstracted = map_strings(phases, [&](const std::string& text) {
+  bool exact = true;  // every string expands back to itself
+  json abstracted = map_strings(phases, [&](const std::string& text) {
     std::string out = text;
     for (const auto& [placeholder, value] : values) out = abstract_word(out, value, placeholder);
+    if (out == text && text.find('{') == std::string::npos) return out;  // no placeholder in or out
+    std::string back = out;
+    for (auto it = values.rbegin(); it != values.rend(); ++it) back = expand_all(back, it->first, it->second);
+    exact = exact && back == text;
     return out;
   });
-  const json expanded = map_strings(abstracted, [&](const std::string& text) {
-    std::string out = text;
-    for (auto it = values.rbegin(); it != values.rend(); ++it) out = expand_all(out, it->first, it->second);
-    return out;
-  });
-  return expanded == phases ? abstracted : phases;
+  return exact ? abstracted : phases;
 }
 
 }  // namespace

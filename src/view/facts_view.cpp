@@ -48,6 +48,80 @@ std::string facts_table(const std::vector<const NodeSpec*>& nodes, const FactsBy
   return out;
 }
 
+namespace {
+
+// Columns on a terminal: UTF-8 continuation bytes take none.
+size_t display_width(const std::string& text) {
+  size_t width = 0;
+  for (char c : text) width += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return width;
+}
+
+std::string one_line(std::string text) {
+  for (size_t at = text.find('\n'); at != std::string::npos; at = text.find('\n', at + 2)) text.replace(at, 1, "\\n");
+  if (display_width(text) > 60) {
+    size_t cut = 59;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
+    text = text.substr(0, cut) + "…";
+  }
+  return text;
+}
+
+// The lines of a text; a final newline ends the last line, it starts none.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t end = text.find('\n', begin);
+    lines.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) break;
+    begin = end + 1;
+  }
+  return lines;
+}
+
+// Two contents of a file, by the first line where they part:
+// "line 4: 198.18.0.99 extra-host" against "line 4: (end)".
+std::pair<std::string, std::string> first_differing_line(const std::string& a, const std::string& b) {
+  const auto la = lines_of(a), lb = lines_of(b);
+  size_t i = 0;
+  while (i < la.size() && i < lb.size() && la[i] == lb[i]) ++i;
+  const auto at = [i](const std::vector<std::string>& lines) {
+    return "line " + std::to_string(i + 1) + ": " + (i < lines.size() ? lines[i] : "(end)");
+  };
+  return {at(la), at(lb)};
+}
+
+}  // namespace
+
+std::string facts_diff_table(const std::string& a, const std::string& b, const std::vector<FactDifference>& differences,
+                             size_t facts_compared) {
+  if (differences.empty()) {
+    return "No differences between " + a + " and " + b + " in " + std::to_string(facts_compared) + " facts\n";
+  }
+  std::vector<std::vector<std::string>> rows = {{"FACT", a, b}};
+  for (const auto& d : differences) {
+    const bool multiline = d.a.find('\n') != std::string::npos || d.b.find('\n') != std::string::npos;
+    if (multiline && !d.mixed && d.a != "-" && d.b != "-") {
+      const auto [a_line, b_line] = first_differing_line(d.a, d.b);
+      rows.push_back({d.fact, one_line(a_line), one_line(b_line)});
+    } else {
+      rows.push_back({d.fact, one_line(d.a), one_line(d.b)});
+    }
+  }
+  std::vector<size_t> widths(3, 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < 2; ++i) widths[i] = std::max(widths[i], display_width(row[i]));
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    out += row[0] + std::string(widths[0] - display_width(row[0]) + 2, ' ') + row[1] +
+           std::string(widths[1] - display_width(row[1]) + 2, ' ') + row[2] + "\n";
+  }
+  return out + std::to_string(differences.size()) + (differences.size() == 1 ? " fact differs" : " facts differ") +
+         " (of " + std::to_string(facts_compared) + ")\n";
+}
+
 std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds) {
   char timing[64];
   std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);

@@ -333,6 +333,41 @@ TEST(Cli, LogsShowsANodesRunFromItsLogFile) {
   EXPECT_NE(typo.err.find("no phase 'os-int' (did you mean 'os-init'?)"), std::string::npos) << typo.err;
 }
 
+// The event stream cannot carry a question: -y or a saved plan, asked for
+// before anything is recorded.
+TEST(Cli, ApplyEventsNeedAutoApprove) {
+  const std::string state = make_temp_dir() + "/state.db";
+  auto r = run_gpuexpand({"apply", kLabSpec, "-o", "jsonl", "--state", state});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "gpuexpand: error: --output jsonl needs --auto-approve (-y) or a saved plan: a question would break "
+                   "the stream of events\n");
+  EXPECT_FALSE(std::filesystem::exists(state)) << "refused before a run is recorded";
+  auto bad = run_gpuexpand({"apply", kLabSpec, "-o", "json"});
+  EXPECT_EQ(bad.err, "gpuexpand: error: --output: json not in {text,jsonl}\nRun 'gpuexpand apply --help' for the options.\n");
+}
+
+// facts --diff on recorded facts: no node is reached.
+TEST(Cli, FactsDiffComparesTwoNodesOrTwoSets) {
+  auto same = run_gpuexpand({"facts", kH200Spec, "--facts", kH200Facts, "--diff", "gpu-node-001", "gpu-node-002"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out.rfind("No differences between gpu-node-001 and gpu-node-002 in ", 0), 0u) << same.out;
+  auto racks = run_gpuexpand({"facts", kH200Spec, "--facts", kH200Facts, "--diff", "rack=r01", "rack=r03", "-o", "json"});
+  EXPECT_EQ(racks.exit_code, 1) << "gpu-node-077 of r03 is unreachable in the recording";
+  const auto doc = nlohmann::json::parse(racks.out);
+  EXPECT_EQ(doc["a"], "gpu-node-[001-032]");
+  EXPECT_EQ(doc["b"], "gpu-node-[065-096]");
+  EXPECT_EQ(doc["differences"], nlohmann::json::array());
+  ASSERT_EQ(doc["unreachable"].size(), 1u);
+  EXPECT_NE(doc["unreachable"][0].get<std::string>().find("gpu-node-077"), std::string::npos);
+  auto limited = run_gpuexpand({"facts", kH200Spec, "--facts", kH200Facts, "--diff", "a", "b", "--limit", "rack=r01"});
+  EXPECT_EQ(limited.exit_code, 1);
+  EXPECT_EQ(limited.err, "gpuexpand: error: --diff names its nodes itself; drop --limit\n");
+  auto typo = run_gpuexpand({"facts", kH200Spec, "--facts", kH200Facts, "--diff", "gpu-node-001", "rack=r9"});
+  EXPECT_EQ(typo.exit_code, 1);
+  EXPECT_EQ(typo.err.rfind("gpuexpand: error: --diff rack=r9: no node is in rack 'r9'", 0), 0u) << typo.err;
+}
+
 // Every error gpuexpand prints starts the same way, parse errors of the
 // command line included, and names the help to read.
 TEST(Cli, ErrorsSayErrorAndOutputHasOneVocabulary) {

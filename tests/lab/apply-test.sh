@@ -129,6 +129,11 @@ check "after the rollback the node is converged for the original spec" grep -q "
 out=$("$gx" apply -y "$work/lab.yaml" --limit @failed --state "$state" 2>&1)
 check "  then --limit @failed has nothing left to retry (exit 0)" \
   grep -q "^--limit @failed: run [0-9]* (the last apply) left no node unfinished; nothing to do$" <<<"$out"
+events=$("$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" -o jsonl 2>"$work/events.err")
+check "apply -o jsonl: stdout is JSON events only, run_started first, run_finished last" \
+  test "$(jq -rs 'map(.event) | first + "," + last' <<<"$events")" = "run_started,run_finished"
+check "  node-03 converged: node_finished unchanged, run_finished exit_code 0" \
+  test "$(jq -rs '(map(select(.event == "node_finished"))[0].result) + "," + (map(select(.event == "run_finished"))[0].exit_code | tostring)' <<<"$events")" = "unchanged,0"
 
 # ---------------------------------------------------------------- package sources
 # node-03 converged. A key whose fingerprint is not the pinned one is

@@ -101,6 +101,22 @@ check "hostile path probed literally" \
 check "and nothing ran on the node" test "$(ssh -i "$client/id_ed25519" -o UserKnownHostsFile="$client/known_hosts" \
   -o StrictHostKeyChecking=yes -o BatchMode=yes root@198.18.0.11 'test -e /tmp/gx-pwned && echo yes || echo no')" = no
 
+# facts --diff: two bare nodes of one image differ in nothing but what is
+# theirs by design; a line added to one's /etc/hosts is the one difference.
+if [[ $(sshn node-05 hostname) == srv-* && $(sshn node-06 hostname) == srv-* ]]; then
+  out=$("$gx" facts "$work/lab.yaml" --diff node-05 node-06 2>&1)
+  check "facts --diff of two bare nodes: no differences" grep -q "^No differences between node-05 and node-06 in [0-9]* facts$" <<<"$out" ||
+    sed 's/^/    /' <<<"$out"
+  sshn node-05 "cp /etc/hosts /etc/hosts.gx-saved && echo '198.18.0.99 extra-host' >>/etc/hosts"
+  out=$("$gx" facts "$work/lab.yaml" --diff node-05 node-06 2>&1)
+  sshn node-05 "mv /etc/hosts.gx-saved /etc/hosts"
+  check "  a line added on node-05 is the one difference, shown on node-05's side" \
+    grep -q '^files\./etc/hosts\.content .*198\.18\.0\.99 extra-host' <<<"$out" || sed 's/^/    /' <<<"$out"
+  check "  and nothing else differs" grep -q '^1 fact differs (of [0-9]*)$' <<<"$out"
+else
+  echo "skip - facts --diff of two bare nodes: node-05 and node-06 are not both bare (a test applied to them first)"
+fi
+
 # The figure: facts over all nodes against N parallel `ssh NODE true`.
 start=$(date +%s.%N)
 for n in $(seq 1 "$nodes"); do

@@ -572,7 +572,10 @@ TEST(Planner, RealPlaybooksConvergeToNoChanges) {
   }();
 }
 
-TEST(Planner, PlanDocumentMatchesItsSchema) {
+// The plan document matches its schema, and 1,000 nodes of one build are
+// one entry of "plans": the fold is exact, expanding a node's entry with
+// its own values gives back exactly the phases it would have unfolded.
+TEST(Planner, PlanDocumentMatchesItsSchemaAndFoldsExactly) {
   auto loaded = load_spec_file(testing::source_path("examples/h200-expansion.yaml"), testing::schema("cluster"));
   ASSERT_TRUE(loaded.spec);
   auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
@@ -590,21 +593,6 @@ TEST(Planner, PlanDocumentMatchesItsSchema) {
   EXPECT_TRUE(problems.empty()) << problems.front();
   EXPECT_EQ(document["format_version"], 2);
   EXPECT_EQ(document["nodes"][0]["rack"], "r01");
-}
-
-// 1,000 nodes of one build are one entry of "plans", and the fold is
-// exact: expanding a node's entry with its own values gives back exactly
-// the phases it would have unfolded, compute addresses and all.
-TEST(Planner, PlanDocumentFoldsNodesAndExpandsBackExactly) {
-  auto loaded = load_spec_file(testing::source_path("examples/h200-expansion.yaml"), testing::schema("cluster"));
-  ASSERT_TRUE(loaded.spec);
-  auto facts = load_facts_file(testing::source_path("tests/fixtures/facts/h200-bare.json"),
-                               testing::schema("facts-file"), testing::schema("facts"));
-  ASSERT_TRUE(facts) << facts.error().message;
-  std::vector<const NodeSpec*> nodes;
-  for (const auto& n : loaded.spec->nodes) nodes.push_back(&n);
-  Plan plan = make_plan(*loaded.spec, nodes, testing::playbooks(), facts.value(), "2026-11-30T00:00:00Z");
-  const json document = plan_to_json(plan);
   ASSERT_EQ(document["nodes"].size(), 128u);
   EXPECT_LE(document["plans"].size(), 4u) << "racks differ in time servers and features, not per node";
   EXPECT_EQ(document["plans"][0]["nodes"], "gpu-node-[001-064]");
@@ -624,15 +612,17 @@ TEST(Planner, PlanDocumentFoldsNodesAndExpandsBackExactly) {
   };
   size_t compared = 0;
   bool some_own_value = false;
+  // Every fifth node (and the last) of each rack: the check is exact for
+  // each; all 128 would make the sanitizer run slow for no more coverage.
   for (size_t i = 0; i < plan.nodes.size(); ++i) {
     const json& node = document["nodes"][i];
-    if (!node.contains("plan")) continue;
+    if (!node.contains("plan") || (i % 5 != 0 && i % 32 != 31)) continue;
     some_own_value = some_own_value || node.contains("values");
     const json& shared = document["plans"][node["plan"].get<size_t>()]["phases"];
     EXPECT_EQ(json::parse(expand(shared.dump(), node)), node_phases_json(plan.nodes[i])) << node["name"];
     ++compared;
   }
-  EXPECT_EQ(compared, 127u);  // all but the unreachable node
+  EXPECT_EQ(compared, 29u);  // 26 every fifth, 4 rack ends (index 95 is both); not the unreachable gpu-node-077
   EXPECT_TRUE(some_own_value) << "the example gives nodes compute addresses";
   const std::string shared_text = document["plans"][0].dump();
   EXPECT_NE(shared_text.find("{node.name}"), std::string::npos);

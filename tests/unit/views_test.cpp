@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "gpuexpand/view/apply_events.hpp"
 #include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/view/facts_view.hpp"
 #include "gpuexpand/view/inventory_view.hpp"
@@ -109,6 +110,43 @@ TEST(ApplyView, RecapGroupsFailuresByReasonAndOffersTheRetry) {
   ExecutionReport converged;
   converged.nodes = {{"gpu-01", NodeResult::Changed, 1, ""}, {"gpu-02", NodeResult::Unchanged, 0, ""}};
   EXPECT_EQ(apply_recap(converged, "gpuexpand apply s.yaml --limit @failed"), "");
+}
+
+std::string at_noon() { return "2026-12-02T12:00:00Z"; }
+
+// apply -o jsonl: one whole JSON object per line, in the order of events.
+TEST(ApplyEvents, OneJsonObjectPerEvent) {
+  std::ostringstream out;
+  auto events = make_apply_events(out, &at_noon);
+  events->phase_started("n1", "os-init");
+  events->checkpoint_taken("n1", "os-init", "/var/lib/gpuexpand/checkpoints/7/os-init", nlohmann::json::object());
+  events->phase_finished({"n1", "os-init", PhaseStatus::Succeeded, 3, 4.0567, "", ""});
+  events->phase_finished({"n2", "gpu-driver", PhaseStatus::RolledBack, 0, 12.0, "driver", "exited 100: E: \xff bad"});
+  events->checkpoint_restored("n2", "gpu-driver");
+  events->checks_recorded("n1", {check("gpu", CheckStatus::Pass, "8 x H200")});
+  events->node_finished("n2", NodeResult::Failed, "n2: phase gpu-driver");
+  events->batch_stopped("1 of 2 nodes failed (max_fail 1)");
+  EXPECT_EQ(out.str(),
+            R"j({"at":"2026-12-02T12:00:00Z","event":"phase_started","node":"n1","phase":"os-init","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","event":"checkpoint","node":"n1","path":"/var/lib/gpuexpand/checkpoints/7/os-init","phase":"os-init","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","changes":3,"event":"phase_finished","failed_step":"","message":"","node":"n1","phase":"os-init","seconds":4.057,"status":"succeeded","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","changes":0,"event":"phase_finished","failed_step":"driver","message":"exited 100: E: )j" "\xEF\xBF\xBD" R"j( bad","node":"n2","phase":"gpu-driver","seconds":12.0,"status":"rolled-back","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","event":"restored","node":"n2","phase":"gpu-driver","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","event":"checks","node":"n1","results":[{"check":"gpu","detail":"8 x H200","seconds":1.25,"status":"pass"}],"v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","event":"node_finished","message":"n2: phase gpu-driver","node":"n2","result":"failed","v":1})j" "\n"
+            R"j({"at":"2026-12-02T12:00:00Z","event":"batch_stopped","reason":"1 of 2 nodes failed (max_fail 1)","v":1})j" "\n");
+
+  ExecutionReport report;
+  report.nodes = {{"n1", NodeResult::Changed, 3, ""}, {"n2", NodeResult::Failed, 0, "x"}};
+  EXPECT_EQ(run_started_event(7, 2, at_noon()),
+            R"j({"at":"2026-12-02T12:00:00Z","event":"run_started","nodes":2,"run":7,"v":1})j" "\n");
+  EXPECT_EQ(run_finished_event(7, report, 3, 61.23456, "gpuexpand apply s.yaml --limit @failed", at_noon()),
+            R"j({"at":"2026-12-02T12:00:00Z","counts":{"changed":1,"failed":1,"interrupted":0,"not started":0,"unchanged":0,"unreachable":0},)j"
+            R"j("event":"run_finished","exit_code":3,"retry":"gpuexpand apply s.yaml --limit @failed","run":7,"seconds":61.235,"unfinished":["n2"],"v":1})j" "\n");
+  report.nodes[1].result = NodeResult::Unchanged;
+  EXPECT_NE(run_finished_event(7, report, 0, 1, "gpuexpand apply s.yaml --limit @failed", at_noon()).find(R"j("retry":"")j"),
+            std::string::npos)
+      << "nothing to retry: no retry command";
 }
 
 TEST(ApplyView, SummaryLine) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuexpand/facts/facts_compare.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 
@@ -15,6 +16,13 @@ namespace gpuexpand {
 // cell, "-" for a fact the node did not report; then
 // "unreachable: REASON" per node that did not answer.
 std::string facts_table(const std::vector<const NodeSpec*>& nodes, const FactsByNode& facts);
+
+// `facts --diff A B`: FACT, A, B side by side, one row per difference,
+// values on one line (newlines as \n) and cut at 60 characters; a file's
+// two contents by the first line where they part ("line 4: …"); then
+// "N facts differ (of M)" or "No differences between A and B in M facts".
+std::string facts_diff_table(const std::string& a, const std::string& b, const std::vector<FactDifference>& differences,
+                             size_t facts_compared);
 
 // "4 nodes: 3 answered, 1 unreachable (0.8 s)\n"
 std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds);
