@@ -96,9 +96,12 @@ json shareable_phases(const NodePlan& node, const json& phases) {
   const Values values = own_values(node);
   bool exact = true;  // every string expands back to itself
   json abstracted = map_strings(phases, [&](const std::string& text) {
+    // Most strings hold none of the node's values and no brace: as they are.
+    bool touched = text.find('{') != std::string::npos;
+    for (size_t i = 0; i < values.size() && !touched; ++i) touched = !values[i].second.empty() && text.find(values[i].second) != std::string::npos;
+    if (!touched) return text;
     std::string out = text;
     for (const auto& [placeholder, value] : values) out = abstract_word(out, value, placeholder);
-    if (out == text && text.find('{') == std::string::npos) return out;  // no placeholder in or out
     std::string back = out;
     for (auto it = values.rbegin(); it != values.rend(); ++it) back = expand_all(back, it->first, it->second);
     exact = exact && back == text;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace gpuexpand {
@@ -484,19 +485,36 @@ int compare_versions(std::string_view a, std::string_view b) {
   return 0;
 }
 
-Result<bool> evaluate_condition(std::string_view expression, const nlohmann::json& vars) {
+namespace {
+
+// A plan evaluates the same few hundred conditions on every node: each is
+// parsed once per thread. Only parses that succeeded are kept, so errors
+// are reported as before; the bound keeps a hostile input from growing it.
+Result<const Node*> parsed(std::string_view expression) {
+  constexpr std::size_t kMaxCached = 4096;
+  thread_local std::unordered_map<std::string, Node> cache;
+  if (auto it = cache.find(std::string(expression)); it != cache.end()) return &it->second;
   auto tree = Parser(expression).parse();
   if (!tree) return tree.error();
-  auto value = Evaluator(expression, vars).eval(*tree);
+  if (cache.size() >= kMaxCached) cache.clear();
+  return &cache.emplace(std::string(expression), std::move(*tree)).first->second;
+}
+
+}  // namespace
+
+Result<bool> evaluate_condition(std::string_view expression, const nlohmann::json& vars) {
+  auto tree = parsed(expression);
+  if (!tree) return tree.error();
+  auto value = Evaluator(expression, vars).eval(**tree);
   if (!value) return value.error();
   return truthy(*value);
 }
 
 Result<bool> evaluate_condition_without(std::string_view expression, const nlohmann::json& vars,
                                         std::string_view unknown_root) {
-  auto tree = Parser(expression).parse();
+  auto tree = parsed(expression);
   if (!tree) return tree.error();
-  auto value = Evaluator(expression, vars, unknown_root).eval(*tree);
+  auto value = Evaluator(expression, vars, unknown_root).eval(**tree);
   if (!value) return value.error();
   return truthy(*value);
 }

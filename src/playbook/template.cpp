@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "gpuexpand/util/shell_quote.hpp"
 #include "gpuexpand/util/spellcheck.hpp"
@@ -297,7 +298,9 @@ struct Lookup {
   std::string missing;  // the "undefined variable" message when value is null
 };
 
-Result<Lookup> lookup(const json& vars, const std::vector<Segment>& path) {
+// `explain`: build the message (with its did-you-mean, which costs an edit
+// distance per key) only when no `default` will cover the missing value.
+Result<Lookup> lookup(const json& vars, const std::vector<Segment>& path, bool explain) {
   const json* cur = &vars;
   for (std::size_t i = 0; i < path.size(); ++i) {
     const Segment& seg = path[i];
@@ -324,6 +327,7 @@ Result<Lookup> lookup(const json& vars, const std::vector<Segment>& path) {
     }
     auto it = cur->find(seg.key);
     if (it == cur->end()) {
+      if (!explain) return Lookup{nullptr, ""};
       std::vector<std::string> keys;
       for (const auto& item : cur->items()) keys.push_back(item.key());
       std::optional<std::string> suggestion;
@@ -493,7 +497,8 @@ Result<json> evaluate(const Expression& e, const json& vars) {
   if (e.literal) {
     value = json(*e.literal);
   } else {
-    auto found = lookup(vars, e.path);
+    const bool defaulted = !e.filters.empty() && e.filters.front().name == "default";
+    auto found = lookup(vars, e.path, !defaulted);
     if (!found) return found.error();
     if (found->value) value = *found->value;
     missing = found->missing;
@@ -563,6 +568,19 @@ Result<std::size_t> find_close(std::string_view text, std::size_t open) {
   return unterminated;
 }
 
+// A plan renders the same templates on every node: each placeholder is
+// parsed once per thread. Only successful parses are kept (the offset only
+// reaches error messages), bounded against hostile input.
+Result<const Expression*> parsed_placeholder(std::string_view placeholder, std::size_t offset) {
+  constexpr std::size_t kMaxCached = 4096;
+  thread_local std::unordered_map<std::string, Expression> cache;
+  if (auto it = cache.find(std::string(placeholder)); it != cache.end()) return &it->second;
+  auto expr = Parser(placeholder, offset).parse();
+  if (!expr) return expr.error();
+  if (cache.size() >= kMaxCached) cache.clear();
+  return &cache.emplace(std::string(placeholder), std::move(*expr)).first->second;
+}
+
 // Walks the template once. With vars it renders into `out`; with `variables`
 // it collects references. Both share parsing and placement checks so they
 // report the same errors.
@@ -584,8 +602,9 @@ Result<void> walk(std::string_view text, const json* vars, TemplateContext conte
     if (placeholder.find_first_not_of(" \t\r\n", 2) == placeholder.size() - 2) {
       return make_error("empty expression in '{{ }}' at offset " + std::to_string(open));
     }
-    auto expr = Parser(placeholder, open).parse();
-    if (!expr) return expr.error();
+    auto parsed = parsed_placeholder(placeholder, open);
+    if (!parsed) return parsed.error();
+    const Expression* expr = *parsed;
     if (context == TemplateContext::Shell) {
       if (auto why = shell.unsafe_reason()) {
         return make_error(

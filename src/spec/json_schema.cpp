@@ -194,14 +194,17 @@ const nlohmann::json* JsonSchema::subschema_at(const std::string& pointer) const
     std::string token = pointer.substr(pos, next - pos);
     for (size_t i; (i = token.find("~1")) != std::string::npos;) token.replace(i, 2, "/");
     for (size_t i; (i = token.find("~0")) != std::string::npos;) token.replace(i, 2, "~");
-    const bool looks_like_index =
-        !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
-    const nlohmann::json& s = resolve(*at);
-    const bool is_array_schema = s.is_object() && s.contains("items");
-    at = child_schema(*at, token, looks_like_index && is_array_schema);
+    at = subschema_of(*at, token);
     pos = next + 1;
   }
   return at;
+}
+
+const nlohmann::json* JsonSchema::subschema_of(const nlohmann::json& node, const std::string& token) const {
+  const bool looks_like_index = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
+  const nlohmann::json& s = resolve(node);
+  const bool is_array_schema = s.is_object() && s.contains("items");
+  return child_schema(node, token, looks_like_index && is_array_schema);
 }
 
 std::vector<std::string> JsonSchema::property_names_at(const std::string& pointer) const {
@@ -232,7 +235,7 @@ class KeyWalker {
     } else if (value.is_array() && s.is_object() && s.contains("items")) {
       for (size_t i = 0; i < value.size(); ++i) {
         std::string child = json_pointer_append(pointer, i);
-        walk(value[i], schema_.subschema_at(child), child);
+        walk(value[i], schema_.subschema_of(s, std::to_string(i)), child);
       }
     }
   }
@@ -265,7 +268,9 @@ class KeyWalker {
         report(child, true, message);
         continue;
       }
-      walk(child_value, schema_.subschema_at(child), child);
+      // One step down from this schema, not again from the root: a facts
+      // file of 128 nodes walks tens of thousands of keys.
+      walk(child_value, schema_.subschema_of(s, key), child);
     }
   }
 

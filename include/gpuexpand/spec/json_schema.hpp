@@ -42,6 +42,9 @@ class JsonSchema {
   // The subschema describing the value at `pointer`, $refs resolved;
   // nullptr when the schema says nothing about it.
   const nlohmann::json* subschema_at(const std::string& pointer) const;
+  // One step of subschema_at: the subschema of `token` (a key, or an index
+  // when `node` describes a list) under `node`, which it returned.
+  const nlohmann::json* subschema_of(const nlohmann::json& node, const std::string& token) const;
   // Property names an object at `pointer` may have (for suggestions).
   std::vector<std::string> property_names_at(const std::string& pointer) const;
 
