@@ -6,6 +6,7 @@
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/view/facts_view.hpp"
 #include "gpuexpand/view/plan_text.hpp"
 
 namespace gpuexpand::cli {
@@ -19,7 +20,19 @@ struct PlanOptions : NodeCommandOptions {
   bool no_fold = false;
   bool diff = false;
   std::string save_facts;
+  std::string consistency = "warn";
 };
+
+// The selected nodes as the planner predicts them, against the reference.
+ConsistencyReport plan_consistency(const ClusterSpec& spec, const Plan& plan, const FactsByNode& facts) {
+  std::map<std::string, const NodeSpec*> by_name;
+  for (const auto& node : spec.nodes) by_name[node.name] = &node;
+  std::vector<ComparedNode> compared;
+  for (const auto& node : plan.nodes) {
+    if (node.predicted_facts) compared.push_back({by_name[node.node], node.predicted_facts.get()});
+  }
+  return check_consistency(spec, compared, facts);
+}
 
 int run_plan(Context& context, const PlanOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
@@ -32,11 +45,13 @@ int run_plan(Context& context, const PlanOptions& options) {
     facts = context.recorded_facts(options.facts_file);
   } else {
     // Live: one probe per node, then plan; the facts can be kept for CI.
+    // Reference nodes are probed in the same round, and only probed.
+    std::vector<const NodeSpec*> probed = selected.value();
+    for (const auto& node : spec.reference_nodes) probed.push_back(&node);
     AuditedRun audited(state_path(options.state, options.spec), "plan", options.spec);
-    auto runner = make_ssh_runner(spec, selected.value(), options.ssh,
-                                  [&audited](const AuditRecord& r) { audited.audit(r); });
+    auto runner = make_ssh_runner(spec, probed, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
     const std::string now = utc_now_rfc3339();
-    facts = gather_facts(spec, selected.value(), playbooks, *runner, now);
+    facts = gather_facts(spec, probed, playbooks, *runner, now);
     audited.finish(kExitOk);  // the record is of the probes; the plan's outcome is its exit code
     if (!options.save_facts.empty()) {
       nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", facts}};
@@ -47,8 +62,12 @@ int run_plan(Context& context, const PlanOptions& options) {
   Plan plan = make_plan(spec, selected.value(), playbooks, facts, utc_now_rfc3339());
   // The document (with its exact fold check) only when someone reads it:
   // it is most of a text plan's time at 128 nodes.
+  std::optional<ConsistencyReport> consistency;
+  if (!spec.reference_nodes.empty()) consistency = plan_consistency(spec, plan, facts);
   if (!options.out_file.empty() || options.output == "json") {
-    const std::string document = plan_to_json(plan).dump(2) + "\n";
+    nlohmann::json json = plan_to_json(plan);
+    if (consistency) json["consistency"] = consistency_json(*consistency);
+    const std::string document = json.dump(2) + "\n";
     if (!options.out_file.empty()) write_file_atomically(options.out_file, document);
     if (options.output == "json") std::cout << document;
   }
@@ -57,6 +76,7 @@ int run_plan(Context& context, const PlanOptions& options) {
     text.fold = !options.no_fold;
     text.diff = options.diff;
     std::cout << render_plan_markdown(plan, text);
+    if (consistency) std::cout << "\n```\n" << consistency_text(*consistency, "after apply") << "```\n";
   } else if (options.output == "text") {
     PlanTextOptions text;
     text.color = context.use_color();
@@ -64,6 +84,7 @@ int run_plan(Context& context, const PlanOptions& options) {
     text.show_steps = context.options().verbosity > 0;
     text.diff = options.diff;
     std::cout << render_plan_text(plan, text);
+    if (consistency) std::cout << "\n" << consistency_text(*consistency, "after apply");
     if (!options.out_file.empty()) std::cout << "Saved the plan to " << options.out_file << "\n";
   }
 
@@ -72,6 +93,10 @@ int run_plan(Context& context, const PlanOptions& options) {
   const PlanSummary summary = plan.summary();
   if (summary.errors > 0 || summary.unreachable > 0) {
     std::cerr << plan_incomplete_line(summary);
+    return kExitError;
+  }
+  if (consistency && !consistency->consistent() && options.consistency == "strict") {
+    std::cerr << "gpuexpand: error: the nodes would not match the reference nodes (--consistency strict)\n";
     return kExitError;
   }
   if (options.detailed_exitcode && plan.has_changes()) return kExitChanges;
@@ -94,6 +119,10 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", options->out_file, "Also save the plan document (JSON) to this file, for apply");
   cmd->add_flag("--detailed-exitcode", options->detailed_exitcode,
                 "Exit 0: no changes, 2: changes pending, 1: error or incomplete (a node unreachable)");
+  cmd->add_option("--consistency", options->consistency,
+                  "With cluster.reference: 'warn' reports where nodes would differ from the reference nodes; "
+                  "'strict' also exits 1")
+      ->check(CLI::IsMember({"warn", "strict"}));
   cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
   cmd->add_flag("--diff", options->diff,
                 "Under each file change, the unified diff of its content (values of password, secret, token and key "

@@ -8,6 +8,7 @@
 #include "gpuexpand/exec/rollback.hpp"
 #include "gpuexpand/steps/action.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
+#include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
 
@@ -50,7 +51,9 @@ class Execution {
     for (size_t i = 0; i < nodes.size(); ++i) {
       runs_[i].index = i;
       runs_[i].node = nodes[i];
-      runs_[i].request = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
+      // As plan asks (with reference nodes, the consistency set too), so a
+      // saved plan's facts digest compares like with like.
+      runs_[i].request = node_probe_request(spec, *nodes[i], playbooks);
       report_.nodes.push_back({nodes[i]->name, NodeResult::NotStarted, 0, ""});
     }
     const size_t total = nodes.size();

@@ -1,5 +1,6 @@
 #include "gpuexpand/facts/gather.hpp"
 
+#include "gpuexpand/facts/consistency.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
 
@@ -15,6 +16,27 @@ std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vect
   // connects to an endpoint only when it has work for it.
   for (const auto& host : controllers_of(nodes)) endpoints.push_back({host.name, host.address, spec.ssh.port, spec.ssh.user});
   return endpoints;
+}
+
+bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node) {
+  const auto& reference = spec.reference_nodes;
+  return !reference.empty() && &node >= reference.data() && &node < reference.data() + reference.size();
+}
+
+FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks) {
+  FactsRequest request = facts_request_for(steps_to_probe(spec, node, playbooks));
+  if (spec.reference_nodes.empty()) return request;
+  const FactsRequest also = consistency_request(spec);
+  request.packages.insert(also.packages.begin(), also.packages.end());
+  request.sysctl_keys.insert(also.sysctl_keys.begin(), also.sysctl_keys.end());
+  request.files.insert(also.files.begin(), also.files.end());
+  if (is_reference_node(spec, node)) {
+    request.checks.clear();
+    request.controller_checks.clear();
+    request.controller_files.clear();
+    request.controller_unresolved.clear();
+  }
+  return request;
 }
 
 namespace {
@@ -68,7 +90,7 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
     ++batches[*controllers[i]].probes_left;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    requests[i] = facts_request_for(steps_to_probe(spec, *nodes[i], playbooks));
+    requests[i] = node_probe_request(spec, *nodes[i], playbooks);
     // The controller's handshake while the nodes are probed, not after.
     if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);
     runner.submit(i, shell_script(probe_script(requests[i])), [&, i](const CommandOutcome& outcome) {

@@ -95,6 +95,21 @@ std::string located(const Step& step, const std::string& message) {
 // Plans one phase. `facts` is the node's predicted state: each step that
 // plans a change updates it, so later steps decide against the state the
 // node will really have by then.
+// facts at a dotted path ("gpus.driver_version") set to `value`, objects
+// made on the way.
+void set_fact(json& facts, const std::string& path, const std::string& value) {
+  json* at = &facts;
+  size_t from = 0;
+  while (true) {
+    if (!at->is_object()) *at = json::object();
+    const size_t dot = path.find('.', from);
+    at = &(*at)[path.substr(from, dot == std::string::npos ? std::string::npos : dot - from)];
+    if (dot == std::string::npos) break;
+    from = dot + 1;
+  }
+  *at = value;
+}
+
 struct PhasePlanner {
   const Phase& phase;
   json& vars;
@@ -143,6 +158,11 @@ struct PhasePlanner {
       if (counts) changed[step.id] = changed[step.id] || certain;
       plan.steps.push_back({key, step.id, step.type, instance.params});
       predict_facts_after(plan.steps.back(), facts);
+      for (const auto& [path, text] : step.sets_facts) {
+        auto value = render_template(text, vars, TemplateContext::Text);
+        if (!value) return make_error(located(step, "sets_facts." + path + ": " + value.error().message));
+        if (!value.value().empty()) set_fact(facts, path, value.value());  // empty: not known from the spec
+      }
     }
     for (auto& c : changes) plan.changes.push_back(std::move(c));
     return {};
@@ -195,6 +215,7 @@ NodePlan plan_node(const ClusterSpec& spec, const NodeSpec& node, const Playbook
     if (!planner.plan.changes.empty()) result.phases.push_back(std::move(planner.plan));
   }
   result.status = result.phases.empty() ? NodeStatus::Unchanged : NodeStatus::Changes;
+  result.predicted_facts = std::make_shared<const json>(std::move(predicted));
   return result;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 // Keys every step may have; the rest are type parameters.
 const std::set<std::string> kCommonKeys = {"id", "type", "description", "when", "for_each", "label",
-                                           "restart_on", "reboot_on"};
+                                           "restart_on", "reboot_on", "sets_facts"};
 
 // Variables a template may start with: the node's effective settings
 // sections, the node itself, facts, and `item` inside for_each.
@@ -165,6 +165,12 @@ class PlaybookChecker {
     step.restart_on = json.value("restart_on", std::vector<std::string>{});
     step.reboot_on = json.value("reboot_on", std::vector<std::string>{});
     step.where = doc_.value_location(pointer);
+    if (const auto facts = json.find("sets_facts"); facts != json.end() && facts->is_object()) {
+      for (const auto& [path, value] : facts->items()) {
+        step.sets_facts[path] = value.is_string() ? value.get<std::string>() : value.dump();
+        check_template(step.sets_facts[path], pointer + "/sets_facts/" + path, TemplateContext::Text);
+      }
+    }
     check_condition(step.when, pointer + "/when");
     if (!step.label.empty()) check_template(step.label, pointer + "/label", TemplateContext::Text);
 

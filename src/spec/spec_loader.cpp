@@ -95,6 +95,7 @@ class SpecBuilder {
     std::map<std::string, std::pair<size_t, int>> management;
     for (const auto& [address, seen] : seen_addresses_) management.emplace(address, std::make_pair(seen.entry, seen.line));
     compute_addresses_.check_against_management(management);
+    read_reference(spec);
     spec.local_file_digests.insert(local_digests_.begin(), local_digests_.end());
     return spec;
   }
@@ -199,8 +200,38 @@ class SpecBuilder {
     return nullptr;
   }
 
+  // cluster.reference: entries shaped as node entries, without settings of
+  // their own (the schema allows none), numbered after every node entry so
+  // a name in both lists is reported as a duplicate with its place.
+  void read_reference(ClusterSpec& spec) {
+    const nlohmann::json* cluster = member(root_, "cluster");
+    const nlohmann::json* reference = cluster ? member(*cluster, "reference") : nullptr;
+    if (!reference || !reference->is_object()) return;
+    if (const auto* entries = member(*reference, "nodes"); entries && entries->is_array()) {
+      for (size_t i = 0; i < entries->size(); ++i) {
+        expand_entry((*entries)[i], kReferenceEntryBase + i, spec.reference_nodes);
+      }
+    }
+    if (const auto* facts = member(*reference, "facts"); facts && facts->is_object()) {
+      for (auto [key, out] : {std::pair{"add", &spec.reference_facts_add}, std::pair{"drop", &spec.reference_facts_drop}}) {
+        if (const auto* list = member(*facts, key); list && list->is_array()) {
+          for (const auto& item : *list) {
+            if (item.is_string()) out->push_back(item.get<std::string>());
+          }
+        }
+      }
+    }
+  }
+
+  static constexpr size_t kReferenceEntryBase = size_t{1} << 40;
+  static bool is_reference_entry(size_t index) { return index >= kReferenceEntryBase; }
+  static std::string entry_pointer(size_t index) {
+    return is_reference_entry(index) ? "/cluster/reference/nodes/" + std::to_string(index - kReferenceEntryBase)
+                                     : "/nodes/" + std::to_string(index);
+  }
+
   void expand_entry(const nlohmann::json& entry, size_t index, std::vector<NodeSpec>& nodes) {
-    const std::string pointer = json_pointer_append("", "nodes") + "/" + std::to_string(index);
+    const std::string pointer = entry_pointer(index);
     if (!entry.is_object()) return;  // the schema reported it
     const std::string label = human_path(pointer);
 
@@ -286,8 +317,12 @@ class SpecBuilder {
     check_duplicates(names, addrs, index, where, pointer, hosts.has_value());
     const std::string management_pointer =
         pointer + (hosts ? (addresses ? "/addresses" : "/hosts") : (address ? "/address" : "/name"));
-    auto compute = compute_addresses_.resolve(
-        {entry, pointer, names, addrs, management_pointer, *shared, index, where.line});
+    // A reference node's compute addresses are its own business: only
+    // nodes gpuexpand configures get them.
+    std::vector<ComputeAddresses> compute(names.size());
+    if (!is_reference_entry(index)) {
+      compute = compute_addresses_.resolve({entry, pointer, names, addrs, management_pointer, *shared, index, where.line});
+    }
     // Grow geometrically: reserving exactly per entry would copy every node
     // again for each of 10,000 single-node entries.
     if (nodes.capacity() < nodes.size() + names.size()) nodes.reserve(std::max(nodes.size() + names.size(), 2 * nodes.capacity()));
@@ -585,7 +620,7 @@ class SpecBuilder {
       if (clashing.size() > 1) noun += noun.back() == 's' ? "es" : "s";
       std::string message = "duplicate " + noun + " " + fold_hostlist(clashing);
       message += same_entry ? " within this entry"
-                            : " (already in nodes[" + std::to_string(other.first) + "] on line " +
+                            : " (already in " + human_path(entry_pointer(other.first)) + " on line " +
                                   std::to_string(other.second) + ")";
       error(pointer, message);
     }

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
+#include <tuple>
+
+#include "gpuexpand/util/hostlist.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -120,6 +124,45 @@ std::string facts_diff_table(const std::string& a, const std::string& b, const s
   }
   return out + std::to_string(differences.size()) + (differences.size() == 1 ? " fact differs" : " facts differ") +
          " (of " + std::to_string(facts_compared) + ")\n";
+}
+
+std::string consistency_text(const ConsistencyReport& report, const std::string& when) {
+  std::string out;
+  if (report.reference_nodes.empty()) {
+    out += "Consistency not checked: no reference node answered\n";
+    for (const auto& [node, why] : report.unreachable) out += "  " + node + ": " + why + "\n";
+    return out;
+  }
+  const std::string reference = fold_hostlist(report.reference_nodes);
+  const std::string nodes = fold_hostlist(report.nodes);
+  const size_t node_count = report.nodes.size();
+  if (report.consistent()) {
+    return "Consistent: " + (nodes.empty() ? std::string("no node") : nodes) + (node_count == 1 ? " matches" : " match") +
+           " the reference nodes " + reference + " in " + std::to_string(report.facts) + " facts (" + when + ")\n";
+  }
+  out += "Consistency with the reference nodes " + reference + " (" + std::to_string(report.facts) + " facts, the nodes " +
+         when + "):\n";
+  for (const auto& [node, why] : report.unreachable) out += "  reference node " + node + " unreachable: " + why + "\n";
+  for (const auto& [fact, values] : report.reference_disagreements) {
+    std::string listed;
+    for (const auto& v : values) listed += (listed.empty() ? "" : "; ") + one_line(v.value) + " (" + fold_hostlist(v.nodes) + ")";
+    out += "  the reference nodes disagree on " + fact + ": " + listed + "\n";
+  }
+  std::set<std::string> differing;
+  for (const auto& d : report.differences) {
+    std::string value = d.value, expected = d.reference;
+    if (value.find('\n') != std::string::npos || expected.find('\n') != std::string::npos) {
+      if (value != "-" && expected != "-") std::tie(value, expected) = first_differing_line(value, expected);
+    }
+    out += "  " + fold_hostlist(d.nodes) + ": " + d.fact + " " + one_line(value) + ", reference " + one_line(expected) +
+           " (" + fold_hostlist(d.reference_nodes) + ")\n";
+    differing.insert(d.nodes.begin(), d.nodes.end());
+  }
+  if (!differing.empty()) {
+    out += "  " + std::to_string(differing.size()) + " of " + std::to_string(node_count) +
+           (node_count == 1 ? " node differs" : " nodes differ") + " from the reference\n";
+  }
+  return out;
 }
 
 std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds) {

@@ -698,5 +698,38 @@ TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
   EXPECT_NE(tab.err.find("tab"), std::string::npos) << tab.err;
 }
 
+// cluster.reference: the planned nodes as they will be after apply against
+// a node in service, from recorded facts. The recorded gpu-node-001 is bare
+// (driver 535), so the nodes planned to 550 differ from it exactly there
+// and in what else the plan changes; --consistency strict makes that exit 1.
+TEST(Cli, PlanReportsDifferencesFromTheReferenceNodes) {
+  std::string spec = read_file(source_path("examples/h200-expansion.yaml"));
+  const std::string entry = "  - hosts: gpu-node-[001-032]\n    addresses: 10.40.1.[1-32]\n";
+  ASSERT_NE(spec.find(entry), std::string::npos);
+  spec.replace(spec.find(entry), entry.size(), "  - hosts: gpu-node-[002-032]\n    addresses: 10.40.1.[2-32]\n");
+  const std::string cluster = "  name: train-east\n";
+  spec.replace(spec.find(cluster), cluster.size(),
+               cluster + "  reference:\n    nodes:\n      - name: gpu-node-001\n        address: 10.40.1.1\n"
+                         "        rack: r01\n        groups: [h200, ib-ndr]\n");
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/spec.yaml", spec);
+  auto warn = run_gpuexpand({"plan", dir + "/spec.yaml", "--facts", kH200Facts, "--limit", "gpu-node-00[2-3]", "--state",
+                             dir + "/state.db"});
+  EXPECT_EQ(warn.exit_code, 0) << warn.err;
+  EXPECT_NE(warn.out.find("Consistency with the reference nodes gpu-node-001 ("), std::string::npos) << warn.out;
+  EXPECT_NE(warn.out.find("  gpu-node-[002-003]: gpus.driver_version 550.90.07, reference 535.129.03 (gpu-node-001)\n"),
+            std::string::npos)
+      << warn.out;
+  EXPECT_NE(warn.out.find("  2 of 2 nodes differ from the reference\n"), std::string::npos) << warn.out;
+  auto strict = run_gpuexpand({"plan", dir + "/spec.yaml", "--facts", kH200Facts, "--limit", "gpu-node-00[2-3]",
+                               "--consistency", "strict", "-o", "json", "--state", dir + "/state.db"});
+  EXPECT_EQ(strict.exit_code, 1);
+  EXPECT_EQ(strict.err, "gpuexpand: error: the nodes would not match the reference nodes (--consistency strict)\n");
+  const auto doc = nlohmann::json::parse(strict.out);
+  EXPECT_EQ(doc["consistency"]["reference_nodes"], "gpu-node-001");
+  EXPECT_EQ(doc["consistency"]["nodes"], "gpu-node-[002-003]");
+  EXPECT_FALSE(doc["consistency"]["consistent"].get<bool>());
+}
+
 }  // namespace
 }  // namespace gpuexpand::testing

@@ -8,12 +8,21 @@
 #include <vector>
 
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/steps/facts_request.hpp"
 #include "gpuexpand/transport/runner.hpp"
 
 namespace gpuexpand {
 
+// What a node's probe asks: what its steps need to decide, and with
+// reference nodes in the spec also what the consistency set names. A
+// reference node (of spec.reference_nodes) runs no step checks and nothing
+// is asked of a controller for it: it is only read.
+FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks);
+bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
+
 // `runner` must have been made with one endpoint per entry of `nodes`, in
-// that order. Returns facts for every node (unreachable ones included).
+// that order (endpoints_for). Returns facts for every node (unreachable ones
+// included). `nodes` may hold reference nodes too.
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at);
 

@@ -37,6 +37,9 @@ struct NodePlan {
   std::string message;       // why unreachable, or the planning error
   std::string facts_sha256;  // apply refuses a saved plan when facts moved
   std::vector<PhasePlan> phases;  // only phases with changes
+  // The facts as the planner predicts them after apply (the consistency
+  // report compares them with reference nodes); null when not planned.
+  std::shared_ptr<const nlohmann::json> predicted_facts;
   size_t change_count() const;
 };
 

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ struct Step {
   nlohmann::json params = nlohmann::json::object();  // type-specific, may hold {{ }} templates
   std::vector<std::string> restart_on;
   std::vector<std::string> reboot_on;
+  // Facts the step makes true when it changes the node ("gpus.driver_version"
+  // -> template): what the planner predicts beyond the kind's own effect.
+  std::map<std::string, std::string> sets_facts;
   SourceLocation where;
 };
 

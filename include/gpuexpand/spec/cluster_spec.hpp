@@ -73,6 +73,10 @@ struct ClusterSpec {
   SshSettings ssh;
   RolloutSettings rollout;
   std::vector<NodeSpec> nodes;
+  // cluster.reference: nodes already in service that the new ones must
+  // match (docs/consistency.md). Probed, never changed; never in `nodes`.
+  std::vector<NodeSpec> reference_nodes;
+  std::vector<std::string> reference_facts_add, reference_facts_drop;  // fact path patterns
   nlohmann::json document;  // the whole spec as JSON, for `plan` and the state store
   // Files on the operator's machine the spec names (munge key, kubeadm
   // token, NCCL topology): path -> SHA-256 ("" when unreadable). Part of

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuexpand/facts/consistency.hpp"
 #include "gpuexpand/facts/facts_compare.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
@@ -23,6 +24,13 @@ std::string facts_table(const std::vector<const NodeSpec*>& nodes, const FactsBy
 // "N facts differ (of M)" or "No differences between A and B in M facts".
 std::string facts_diff_table(const std::string& a, const std::string& b, const std::vector<FactDifference>& differences,
                              size_t facts_compared);
+
+// The consistency report (docs/consistency.md): where the reference nodes
+// disagree among themselves first, then per difference
+// "NODES: FACT VALUE, reference VALUE (REFERENCE NODES)" and a count; or one
+// line saying the nodes match. `when` says which state of the new nodes was
+// compared: "after apply" (plan) or "now" (verify).
+std::string consistency_text(const ConsistencyReport& report, const std::string& when);
 
 // "4 nodes: 3 answered, 1 unreachable (0.8 s)\n"
 std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds);
