@@ -78,6 +78,30 @@ check "  and on ctl the preflight plus at most one script per node" test "$(comm
 "$gx" plan "$work/lab.yaml" --limit 'node-[01-03]' --detailed-exitcode >/dev/null
 check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 
+# ---------------------------------------------------------------- reference nodes
+# node-01 and node-02, converged, stand for the nodes in service
+# (cluster.reference) and node-03 is planned against them: converged by the
+# same spec, it matches them. /etc/motd, added to the compared facts, is
+# then changed on node-03 by hand: exactly that is reported, and
+# --consistency strict fails. The reference nodes are only probed.
+ref='.cluster.reference = {nodes: [{hosts: "node-[01-02]", addresses: "198.18.0.[11-12]"}], facts: {add: ["files./etc/motd"]}}
+  | .nodes = [{name: "node-03", address: "198.18.0.13", compute_addresses: {eth1: "198.18.1.13/24"}}]'
+spec_with "$work/reference.yaml" "$ref"
+gxrun plan "$work/reference.yaml" --state "$state"
+check "reference: node-03 as converged matches node-[01-02] (exit 0)" test "$rc" -eq 0
+check "  the report says so" grep -qE '^Consistent: node-03 matches the reference nodes node-\[01-02\] in [0-9]+ facts \(after apply\)$' <<<"$out"
+plan_run=$(sqlite3 "$state" 'select max(id) from runs')
+check "  the reference nodes were only probed: one read-only probe each" \
+  test "$(sqlite3 "$state" "select node || ':' || count(*) || ':' || sum(command like '# gpuexpand facts probe: read-only%') from audit where run_id = $plan_run and node in ('node-01', 'node-02') group by node order by node" | tr '\n' ' ')" = "node-01:1:1 node-02:1:1 "
+check "  and hold no lock" test "$(sqlite3 "$state" "select count(*) from locks where node in ('node-01', 'node-02')")" -eq 0
+sshn node-03 "echo 'maintenance at 03:00' >> /etc/motd"
+gxrun plan "$work/reference.yaml" --state "$state" --consistency strict
+check "reference: a line added to node-03's /etc/motd: strict exits 1" test "$rc" -eq 1
+motd_line=$(($(sshn node-01 'wc -l < /etc/motd') + 1))
+check "  the one difference, with the reference's hosts" \
+  test "$(grep '^  node-03: ' <<<"$out")" = "  node-03: files./etc/motd.content line $motd_line: maintenance at 03:00, reference line $motd_line: (end) (node-[01-02])"
+sshn node-03 "sed -i '\$d' /etc/motd"
+
 # On a terminal (script(1) gives it one) apply shows the plan and asks:
 # nothing to change needs no question; "no" changes nothing; "yes" applies.
 on_tty() { # ANSWER ARGS… — sets $out and $rc
