@@ -16,7 +16,9 @@
 #include "gpuexpand/exec/acceptance_run.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/facts/consistency.hpp"
 #include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/view/facts_view.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/state/state_store.hpp"
 
@@ -35,7 +37,26 @@ void request_drill_stop(int signal_number) {
 struct VerifyOptions : NodeCommandOptions {
   std::string fault_drill;  // node name
   int drill_timeout = 900;
+  std::string consistency = "warn";
 };
+
+// With cluster.reference: the nodes as they are now against the reference
+// nodes, probed (read-only) by a runner of their own after the nodes'.
+std::optional<ConsistencyReport> verify_consistency(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                                                    const FactsByNode& facts, const PlaybookSet& playbooks,
+                                                    const SshOverrides& ssh, StoreJournal& journal) {
+  if (spec.reference_nodes.empty()) return std::nullopt;
+  std::vector<const NodeSpec*> reference;
+  for (const auto& node : spec.reference_nodes) reference.push_back(&node);
+  auto runner = make_ssh_runner(spec, reference, ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
+  const FactsByNode reference_facts = gather_facts(spec, reference, playbooks, *runner, utc_now_rfc3339());
+  std::vector<ComparedNode> compared;
+  for (const auto* node : nodes) {
+    const auto found = facts.find(node->name);
+    if (found != facts.end() && !found->second.contains("unreachable")) compared.push_back({node, &found->second});
+  }
+  return check_consistency(spec, compared, reference_facts);
+}
 
 int run_verify(Context& context, const VerifyOptions& options) {
   ClusterSpec spec = context.load_spec(options.spec);
@@ -72,6 +93,7 @@ int run_verify(Context& context, const VerifyOptions& options) {
             << std::endl;
   const auto start = Clock::now();
   FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
+  const auto consistency = verify_consistency(spec, nodes, facts, playbooks, options.ssh, journal);
 
   // Every reachable node is a ping peer: verify changes nothing, so a
   // reachable node's network is as configured as it will be.
@@ -151,7 +173,15 @@ int run_verify(Context& context, const VerifyOptions& options) {
                                    std::chrono::duration<double>(Clock::now() - start).count())
             << std::flush;
   for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
-  const int exit_code = failed + unreachable == 0 && drill_ok ? kExitOk : kExitPartial;
+  bool consistent_enough = true;
+  if (consistency) {
+    std::cout << "\n" << consistency_text(*consistency, "now") << std::flush;
+    if (!consistency->consistent() && options.consistency == "strict") {
+      std::cerr << "gpuexpand: error: the nodes do not match the reference nodes (--consistency strict)\n";
+      consistent_enough = false;
+    }
+  }
+  const int exit_code = failed + unreachable == 0 && drill_ok && consistent_enough ? kExitOk : kExitPartial;
   (void)run.finish(exit_code == kExitOk ? RunStatus::Succeeded : RunStatus::Failed, exit_code);
   return exit_code;
 }
@@ -168,6 +198,10 @@ void add_verify_command(CLI::App& app, Action& action) {
   cmd->add_option("--drill-timeout", options->drill_timeout, "Seconds to wait for each drill step")
       ->capture_default_str()
       ->check(CLI::Range(10, 7200));
+  cmd->add_option("--consistency", options->consistency,
+                  "With cluster.reference: 'warn' reports where nodes differ from the reference nodes; 'strict' "
+                  "also exits 3")
+      ->check(CLI::IsMember({"warn", "strict"}));
   cmd->footer("Examples:\n  gpuexpand verify spec.yaml --limit rack=r02\n"
               "  gpuexpand verify spec.yaml --limit 'node-[01-04]' --fault-drill node-03\n\n"
               "Checks: scheduler (registration, features, GRES, a test job), gpu, network (MTU end to end),\n"

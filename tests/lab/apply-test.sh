@@ -90,9 +90,18 @@ spec_with "$work/reference.yaml" "$ref"
 gxrun plan "$work/reference.yaml" --state "$state"
 check "reference: node-03 as converged matches node-[01-02] (exit 0)" test "$rc" -eq 0
 check "  the report says so" grep -qE '^Consistent: node-03 matches the reference nodes node-\[01-02\] in [0-9]+ facts \(after apply\)$' <<<"$out"
+# Only probed: one script each on stdin (audit: `sh -s`), whose output in
+# the run log is the probe's (@@gpx: section markers).
+only_probed() { # RUN — "node-01:1 node-02:1" when each ran one probe and nothing else
+  local n
+  for n in node-01 node-02; do
+    printf '%s:%s%s ' "$n" "$(sqlite3 "$state" "select count(*) from audit where run_id = $1 and node = '$n' and command = 'sh -s'")" \
+      "$(sqlite3 "$state" "select case count(*) when 0 then '' else ' and more' end from audit where run_id = $1 and node = '$n' and command <> 'sh -s'")"
+    grep -q '@@gpx:os-release' "$(dirname "$state")/runs/$1/$n.log" || printf 'no probe output '
+  done
+}
 plan_run=$(sqlite3 "$state" 'select max(id) from runs')
-check "  the reference nodes were only probed: one read-only probe each" \
-  test "$(sqlite3 "$state" "select node || ':' || count(*) || ':' || sum(command like '# gpuexpand facts probe: read-only%') from audit where run_id = $plan_run and node in ('node-01', 'node-02') group by node order by node" | tr '\n' ' ')" = "node-01:1:1 node-02:1:1 "
+check "  the reference nodes were only probed: one read-only probe each" test "$(only_probed "$plan_run")" = "node-01:1 node-02:1 "
 check "  and hold no lock" test "$(sqlite3 "$state" "select count(*) from locks where node in ('node-01', 'node-02')")" -eq 0
 sshn node-03 "echo 'maintenance at 03:00' >> /etc/motd"
 gxrun plan "$work/reference.yaml" --state "$state" --consistency strict
@@ -100,6 +109,14 @@ check "reference: a line added to node-03's /etc/motd: strict exits 1" test "$rc
 motd_line=$(($(sshn node-01 'wc -l < /etc/motd') + 1))
 check "  the one difference, with the reference's hosts" \
   test "$(grep '^  node-03: ' <<<"$out")" = "  node-03: files./etc/motd.content line $motd_line: maintenance at 03:00, reference line $motd_line: (end) (node-[01-02])"
+gxrun verify "$work/reference.yaml" --state "$state" --consistency strict
+check "  verify --consistency strict: the acceptance checks pass, the difference exits 3" \
+  test "$rc-$(grep -c '^node-03  FAIL ' <<<"$out")" = "3-0"
+check "  verify names the same difference, of the node as it is now" \
+  test "$(grep '^  node-03: \|^Consistency' <<<"$out" | sed 's/ ([0-9]* facts,/ (N facts,/')" = "Consistency with the reference nodes node-[01-02] (N facts, the nodes now):
+  node-03: files./etc/motd.content line $motd_line: maintenance at 03:00, reference line $motd_line: (end) (node-[01-02])"
+verify_run=$(sqlite3 "$state" 'select max(id) from runs')
+check "  verify only probed the reference nodes" test "$(only_probed "$verify_run")" = "node-01:1 node-02:1 "
 sshn node-03 "sed -i '\$d' /etc/motd"
 
 # On a terminal (script(1) gives it one) apply shows the plan and asks:
