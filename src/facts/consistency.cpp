@@ -166,8 +166,9 @@ ConsistencyReport check_consistency(const ClusterSpec& spec, const std::vector<C
       continue;
     }
     report.reference_nodes.push_back(node.name);
-    for (auto& [fact, value] : set_facts_of(set, found->second, node)) {
-      auto& values = reference_values[fact];
+    for (const auto& fact_value : set_facts_of(set, found->second, node)) {
+      const std::string& value = fact_value.second;  // (a structured binding: clang 14 cannot capture it)
+      auto& values = reference_values[fact_value.first];
       auto same = std::find_if(values.begin(), values.end(), [&](const FactValue& v) { return v.value == value; });
       if (same == values.end()) values.push_back({value, {}}), same = values.end() - 1;
       same->nodes.push_back(node.name);

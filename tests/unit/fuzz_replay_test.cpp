@@ -1,0 +1,71 @@
+// The fuzz targets' code (tests/fuzz) on their seeds and on every input a
+// fuzzer once crashed on (tests/fuzz/regressions/TARGET/NAME), with the
+// ordinary and the ASan + UBSan builds: a fixed regression can never come
+// back unnoticed, and the harnesses are exercised even where clang is not.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "../fuzz/fuzz_support.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand {
+namespace {
+
+namespace fs = std::filesystem;
+using OneInput = std::function<int(const uint8_t*, size_t)>;
+
+std::vector<fs::path> files_under(const std::string& relative) {
+  std::vector<fs::path> files;
+  const fs::path dir = testing::source_path(relative);
+  if (!fs::is_directory(dir)) return files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() != ".md") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Runs every file under each folder through `one`; returns how many.
+size_t replay(const OneInput& one, const std::vector<std::string>& folders) {
+  size_t count = 0;
+  for (const auto& folder : folders) {
+    for (const auto& path : files_under(folder)) {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      const std::string input = text.str();
+      SCOPED_TRACE(path.string());
+      EXPECT_EQ(one(reinterpret_cast<const uint8_t*>(input.data()), input.size()), 0);
+      ++count;
+    }
+  }
+  return count;
+}
+
+TEST(FuzzReplay, SpecSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_spec, {"examples", "tests/fuzz/regressions/spec"}), 3u);
+}
+
+TEST(FuzzReplay, PlaybookSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_playbook, {"playbooks", "tests/fuzz/regressions/playbook"}), 7u);
+}
+
+TEST(FuzzReplay, ExpressionSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_expressions, {"tests/fuzz/seeds/expressions", "tests/fuzz/regressions/expressions"}), 5u);
+}
+
+TEST(FuzzReplay, ToolOutputSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_tool_output, {"tests/fixtures/tool-output", "tests/fuzz/regressions/tool_output"}), 10u);
+}
+
+TEST(FuzzReplay, FactsFileSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_facts_file, {"tests/fixtures/facts", "tests/fuzz/regressions/facts_file"}), 4u);
+}
+
+}  // namespace
+}  // namespace gpuexpand
