@@ -4,6 +4,9 @@
 
 #include "gpuexpand/util/utf8.hpp"
 
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <regex>
@@ -227,32 +230,87 @@ SourceLocation YamlDocument::key_location(const std::string& pointer) const {
   return value_location(pointer);
 }
 
+namespace {
+
+// Where each document of a stream starts, through yaml-cpp's event API;
+// `stuck` when a document starts where the one before did (the parser made
+// no progress: LoadAll would loop there).
+struct DocumentStarts {
+  std::vector<YAML::Mark> marks;
+  bool stuck = false;
+};
+
+class DocumentStartHandler : public YAML::EventHandler {
+ public:
+  explicit DocumentStartHandler(std::vector<YAML::Mark>& marks) : marks_(marks) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { marks_.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+ private:
+  std::vector<YAML::Mark>& marks_;
+};
+
+DocumentStarts document_starts(const std::string& text) {
+  DocumentStarts starts;
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentStartHandler handler(starts.marks);
+  while (parser.HandleNextDocument(handler)) {
+    const size_t n = starts.marks.size();
+    if (n >= 2 && starts.marks[n - 1].pos == starts.marks[n - 2].pos) {
+      starts.marks.pop_back();
+      starts.stuck = true;
+      break;
+    }
+  }
+  return starts;
+}
+
+}  // namespace
+
 std::optional<YamlDocument> parse_yaml_document(const std::string& text, const std::string& file,
                                                 std::vector<Diagnostic>& diagnostics) {
   YamlDocument doc;
   doc.file = file;
   doc.text = text;
-  std::vector<YAML::Node> documents;
+  YAML::Node first;
   try {
-    documents = YAML::LoadAll(text);
+    // Not YAML::LoadAll: yaml-cpp 0.7 (Debian 12) loops there for ever,
+    // allocating, on a document it cannot start, such as a line beginning
+    // with ',' (yaml-cpp issue 1040; found by tests/fuzz). The first
+    // document is loaded alone, then the stream's documents are counted.
+    first = YAML::Load(text);
+    const DocumentStarts starts = document_starts(text);
+    if (starts.stuck) {
+      diagnostics.push_back({{file, starts.marks.back().line + 1, starts.marks.back().column + 1},
+                             "YAML syntax error: nothing here starts a value"});
+      return std::nullopt;
+    }
+    if (starts.marks.empty()) {
+      diagnostics.push_back({{file, 0, 0}, "the file is empty"});
+      return std::nullopt;
+    }
+    if (starts.marks.size() > 1) {
+      const YAML::Mark m = starts.marks[1];
+      diagnostics.push_back({{file, m.line + 1, m.column + 1},
+                             "expected one YAML document, found " + std::to_string(starts.marks.size())});
+    }
   } catch (const YAML::Exception& e) {
     SourceLocation where{file, e.mark.line >= 0 ? e.mark.line + 1 : 0,
                          e.mark.column >= 0 ? e.mark.column + 1 : 0};
     diagnostics.push_back({where, "YAML syntax error: " + e.msg});
     return std::nullopt;
   }
-  if (documents.empty()) {
-    diagnostics.push_back({{file, 0, 0}, "the file is empty"});
-    return std::nullopt;
-  }
-  if (documents.size() > 1) {
-    const YAML::Mark m = documents[1].Mark();
-    diagnostics.push_back({{file, m.line + 1, m.column + 1},
-                           "expected one YAML document, found " + std::to_string(documents.size())});
-  }
   Converter converter(doc, diagnostics);
   try {
-    doc.root = converter.convert(documents.front(), "", YamlMarks{});
+    doc.root = converter.convert(first, "", YamlMarks{});
   } catch (const YAML::Exception& e) {
     // Aliases to undefined anchors and similar surface here, not in LoadAll.
     diagnostics.push_back({{file, e.mark.line + 1, e.mark.column + 1}, "YAML error: " + e.msg});

@@ -48,6 +48,20 @@ TEST(SpecLoader, YamlSyntaxErrorIsLocated) {
   EXPECT_EQ(result.diagnostics[0].message.rfind("YAML syntax error: ", 0), 0u) << result.diagnostics[0].message;
 }
 
+// yaml-cpp 0.7's LoadAll loops for ever, allocating, on a document it
+// cannot start (found by tests/fuzz): a located error instead, and a
+// second document is still reported where it starts.
+TEST(SpecLoader, ADocumentYamlCannotStartIsALocatedErrorNotAHang) {
+  auto result = load_spec("# a spec\n      ,cluster: 1\n");
+  ASSERT_EQ(result.diagnostics.size(), 1u);
+  EXPECT_EQ(testing::diagnostics_text(result), "spec.yaml:2:7: YAML syntax error: nothing here starts a value\n");
+  result = load_spec(",");
+  EXPECT_EQ(testing::diagnostics_text(result), "spec.yaml:1:1: YAML syntax error: nothing here starts a value\n");
+  result = load_spec(minimal_spec() + "---\ncluster: {name: two}\n");
+  EXPECT_NE(testing::diagnostics_text(result).find("spec.yaml:7:1: expected one YAML document, found 2"), std::string::npos)
+      << testing::diagnostics_text(result);
+}
+
 // A byte that is not UTF-8 in a value or a key: a located error, never an
 // exception later (plan digests the document as JSON, which must be UTF-8).
 TEST(SpecLoader, BytesThatAreNotUtf8AreLocatedErrors) {
