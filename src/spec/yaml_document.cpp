@@ -236,41 +236,55 @@ namespace {
 // `stuck` when a document starts where the one before did (the parser made
 // no progress: LoadAll would loop there).
 struct DocumentStarts {
-  std::vector<YAML::Mark> marks;
+  std::vector<YAML::Mark> marks;  // each document's first value
   bool stuck = false;
 };
 
 class DocumentStartHandler : public YAML::EventHandler {
  public:
-  explicit DocumentStartHandler(std::vector<YAML::Mark>& marks) : marks_(marks) {}
-  void OnDocumentStart(const YAML::Mark& mark) override { marks_.push_back(mark); }
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    values.push_back(mark);
+    seen_value_ = false;
+  }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { value_at(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { value_at(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override { value_at(mark); }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    value_at(mark);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+    value_at(mark);
+  }
   void OnMapEnd() override {}
 
+  std::vector<YAML::Mark> starts, values;
+
  private:
-  std::vector<YAML::Mark>& marks_;
+  void value_at(const YAML::Mark& mark) {
+    if (!seen_value_ && !values.empty()) values.back() = mark;
+    seen_value_ = true;
+  }
+  bool seen_value_ = false;
 };
 
 DocumentStarts document_starts(const std::string& text) {
-  DocumentStarts starts;
   std::istringstream in(text);
   YAML::Parser parser(in);
-  DocumentStartHandler handler(starts.marks);
+  DocumentStartHandler handler;
+  bool stuck = false;
   while (parser.HandleNextDocument(handler)) {
-    const size_t n = starts.marks.size();
-    if (n >= 2 && starts.marks[n - 1].pos == starts.marks[n - 2].pos) {
-      starts.marks.pop_back();
-      starts.stuck = true;
+    const auto& starts = handler.starts;
+    const size_t n = starts.size();
+    if (n >= 2 && starts[n - 1].pos == starts[n - 2].pos) {
+      handler.values.pop_back();
+      stuck = true;
       break;
     }
   }
-  return starts;
+  return {handler.values, stuck};
 }
 
 }  // namespace

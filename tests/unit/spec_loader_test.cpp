@@ -58,7 +58,7 @@ TEST(SpecLoader, ADocumentYamlCannotStartIsALocatedErrorNotAHang) {
   result = load_spec(",");
   EXPECT_EQ(testing::diagnostics_text(result), "spec.yaml:1:1: YAML syntax error: nothing here starts a value\n");
   result = load_spec(minimal_spec() + "---\ncluster: {name: two}\n");
-  EXPECT_NE(testing::diagnostics_text(result).find("spec.yaml:7:1: expected one YAML document, found 2"), std::string::npos)
+  EXPECT_NE(testing::diagnostics_text(result).find("spec.yaml:8:1: expected one YAML document, found 2"), std::string::npos)
       << testing::diagnostics_text(result);
 }
 
