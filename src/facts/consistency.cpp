@@ -7,37 +7,19 @@
 #include "gpuexpand/facts/facts_compare.hpp"
 #include "gpuexpand/steps/params.hpp"
 #include "gpuexpand/util/hostlist.hpp"
+#include "gpuexpand/util/wildcard.hpp"
 
 namespace gpuexpand {
 namespace {
 
 using nlohmann::json;
 
-// '*' matches any text, everything else itself.
-bool glob_matches(std::string_view pattern, std::string_view text) {
-  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      resume = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
-      ++p;
-      ++t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
-}
 
 // A pattern names a fact, or everything under it ("files./etc/motd" is
 // its content, digest, mode ...).
 bool pattern_covers(const std::string& pattern, const std::string& fact) {
-  return glob_matches(pattern, fact) || glob_matches(pattern + ".*", fact) || glob_matches(pattern + "[*", fact);
+  const auto matches = [&](const std::string& p) { return wildcard_match(fact, p, /*question_matches_one=*/false); };
+  return matches(pattern) || matches(pattern + ".*") || matches(pattern + "[*");
 }
 
 // Facts whose values are versions: compared by the spec's version rule.

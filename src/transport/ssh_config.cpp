@@ -1,5 +1,7 @@
 #include "gpuexpand/transport/ssh_config.hpp"
 
+#include "gpuexpand/util/wildcard.hpp"
+
 #include <glob.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -103,24 +105,7 @@ bool has_glob_characters(const std::string& path) { return path.find_first_of("*
 // ---------------------------------------------------------------- patterns
 
 bool ssh_pattern_match(std::string_view text, std::string_view pattern) {
-  // Iterative glob with backtracking to the last '*'.
-  size_t t = 0, p = 0, star = std::string_view::npos, mark = 0;
-  while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
-      ++t;
-      ++p;
-    } else if (p < pattern.size() && pattern[p] == '*') {
-      star = p++;
-      mark = t;
-    } else if (star != std::string_view::npos) {
-      p = star + 1;
-      t = ++mark;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.size() && pattern[p] == '*') ++p;
-  return p == pattern.size();
+  return wildcard_match(text, pattern, /*question_matches_one=*/true);
 }
 
 bool ssh_host_matches(const std::string& host, const std::vector<std::string>& patterns) {
