@@ -100,11 +100,8 @@ int run_cli(int argc, char** argv) {
     app.add_option("--color", options.color, "Colour: auto (on a terminal, unless NO_COLOR is set), always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
     app.add_flag("--no-color", options.no_color, "The same as --color never (also NO_COLOR)");
-    app.footer(
-        "Exit codes: 0 success, nothing pending; 1 error; 2 plan --detailed-exitcode found changes;\n"
-        "            3 apply finished but some nodes failed (rolled back); 4 another run holds the lock;\n"
-        "            130 interrupted.\n"
-        "Run 'gpuexpand COMMAND --help' for a command's options and examples.");
+    app.footer(std::string("Exit codes: ") + cli::kExitCodesText +
+               "\nRun 'gpuexpand COMMAND --help' for a command's options and examples.");
 
     cli::Action action;
     cli::add_validate_command(app, action);
@@ -116,6 +113,7 @@ int run_cli(int argc, char** argv) {
     cli::add_rollback_command(app, action);
     cli::add_verify_command(app, action);
     cli::add_logs_command(app, action);
+    cli::add_completion_commands(app, action);
 
     if (auto unknown = unknown_command(app, argc, argv)) {
       std::cerr << "gpuexpand: error: " << *unknown << "\nRun 'gpuexpand --help' for the commands.\n";

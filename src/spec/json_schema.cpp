@@ -227,21 +227,49 @@ class KeyWalker {
             std::vector<Diagnostic>& diagnostics, std::vector<std::string>& plain)
       : schema_(schema), doc_(doc), ignored_(ignored), diagnostics_(diagnostics), plain_(plain) {}
 
-  void walk(const nlohmann::json& value, const nlohmann::json* node, const std::string& pointer) {
+  void walk(const nlohmann::json& value, const nlohmann::json* node, const std::string& pointer,
+            const nlohmann::json* parent = nullptr) {
     if (!node) return;
     const nlohmann::json& s = *node;
     if (value.is_object() && s.is_object()) {
-      walk_object(value, s, pointer);
+      walk_object(value, s, pointer, parent);
     } else if (value.is_array() && s.is_object() && s.contains("items")) {
       for (size_t i = 0; i < value.size(); ++i) {
         std::string child = json_pointer_append(pointer, i);
-        walk(value[i], schema_.subschema_of(s, std::to_string(i)), child);
+        walk(value[i], schema_.subschema_of(s, std::to_string(i)), child, nullptr);
       }
     }
   }
 
  private:
-  void walk_object(const nlohmann::json& value, const nlohmann::json& s, const std::string& pointer) {
+  static bool declares(const nlohmann::json* s, const std::string& key) {
+    return s && s->is_object() && s->contains("properties") && (*s)["properties"].contains(key);
+  }
+
+  // Where an unknown key most likely belongs when it is no typo: under one
+  // of its sibling keys (indented too little) or next to its parent
+  // (indented too much). "" when neither declares it.
+  std::string likely_home(const std::string& key, const nlohmann::json& s, const std::string& pointer,
+                          const nlohmann::json* parent) const {
+    std::vector<std::string> homes;
+    if (s.contains("properties")) {
+      for (const auto& [sibling, _] : s["properties"].items()) {
+        const nlohmann::json* child = schema_.subschema_of(s, sibling);
+        // A list of mappings (storage, compute_interfaces): its items.
+        if (child && child->is_object() && child->contains("items")) child = schema_.subschema_of(*child, "0");
+        if (declares(child, key)) homes.push_back(human_path(json_pointer_append(pointer, sibling)));
+      }
+    }
+    if (homes.empty() && parent && declares(parent, key) && !pointer.empty()) {
+      const std::string up = pointer.substr(0, pointer.rfind('/'));
+      homes.push_back(up.empty() ? "the top level" : human_path(up));
+    }
+    if (homes.size() != 1) return "";  // ambiguous or unknown: no guess
+    return homes.front();
+  }
+
+  void walk_object(const nlohmann::json& value, const nlohmann::json& s, const std::string& pointer,
+                   const nlohmann::json* parent) {
     const bool closed = s.contains("additionalProperties") && s["additionalProperties"].is_boolean() &&
                         !s["additionalProperties"].get<bool>();
     std::vector<std::string> known;
@@ -264,13 +292,15 @@ class KeyWalker {
         if (!pointer.empty()) message += " in " + human_path(pointer);
         if (auto suggestion = closest_match(key, known)) {
           message += " (did you mean '" + *suggestion + "'?)";
+        } else if (const std::string home = likely_home(key, s, pointer, parent); !home.empty()) {
+          message += " (it belongs in " + home + ": check its indentation)";
         }
         report(child, true, message);
         continue;
       }
       // One step down from this schema, not again from the root: a facts
       // file of 128 nodes walks tens of thousands of keys.
-      walk(child_value, schema_.subschema_of(s, key), child);
+      walk(child_value, schema_.subschema_of(s, key), child, &s);
     }
   }
 

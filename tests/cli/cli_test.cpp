@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <filesystem>
 #include <fstream>
 #include <tuple>
@@ -696,6 +698,37 @@ TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
   auto tab = run_gpuexpand({"validate", dir + "/tab.yaml"});
   EXPECT_EQ(tab.exit_code, 1);
   EXPECT_NE(tab.err.find("tab"), std::string::npos) << tab.err;
+}
+
+// Shell completion and the manual page are generated from the command
+// line definition: the copies in the tree must be what the binary prints
+// now (regenerate: gpuexpand completion bash > scripts/completion/gpuexpand.bash,
+// gpuexpand completion zsh > scripts/completion/_gpuexpand, gpuexpand man >
+// docs/man/gpuexpand.1), and they must work.
+TEST(Cli, CompletionAndManPageInTheTreeAreWhatTheBinaryGenerates) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> generated = {
+      {{"completion", "bash"}, "scripts/completion/gpuexpand.bash"},
+      {{"completion", "zsh"}, "scripts/completion/_gpuexpand"},
+      {{"man"}, "docs/man/gpuexpand.1"}};
+  for (const auto& [args, file] : generated) {
+    const auto r = run_gpuexpand(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, read_file(source_path(file))) << file << " is stale: regenerate it from the binary";
+  }
+  // bash completes a command and a command's options from the file.
+  const std::string dir = make_temp_dir();
+  write_file(dir + "/complete.sh", "source " + source_path("scripts/completion/gpuexpand.bash") +
+                                       "\ncomplete_words() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(($# - 1)); _gpuexpand; "
+                                       "printf '%s ' \"${COMPREPLY[@]}\"; echo; }\n"
+                                       "complete_words gpuexpand pla\ncomplete_words gpuexpand plan spec.yaml --consis\n"
+                                       "complete_words gpuexpand verify --fault\n");
+  const std::string out_file = dir + "/out.txt";
+  ASSERT_EQ(std::system(("bash " + dir + "/complete.sh > " + out_file + " 2>&1").c_str()), 0) << read_file(out_file);
+  EXPECT_EQ(read_file(out_file), "plan \n--consistency \n--fault-drill \n");
+  // groff (scripts/setup installs it) reads the page without a warning.
+  ASSERT_EQ(std::system(("groff -man -Tutf8 -ww -z " + source_path("docs/man/gpuexpand.1") + " > " + out_file + " 2>&1").c_str()), 0)
+      << read_file(out_file);
+  EXPECT_EQ(read_file(out_file), "");
 }
 
 // cluster.reference: the planned nodes as they will be after apply against

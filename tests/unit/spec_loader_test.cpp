@@ -48,6 +48,25 @@ TEST(SpecLoader, YamlSyntaxErrorIsLocated) {
   EXPECT_EQ(result.diagnostics[0].message.rfind("YAML syntax error: ", 0), 0u) << result.diagnostics[0].message;
 }
 
+// A key that is no typo but sits under the wrong parent: the message
+// names where it belongs (one level in, or one level out).
+TEST(SpecLoader, AKeyUnderTheWrongParentNamesWhereItBelongs) {
+  auto result = load_spec(minimal_spec("defaults:\n  os:\n    timezone: UTC\n  ntp_servers: [ntp1]\n"));
+  EXPECT_EQ(testing::diagnostics_text(result),
+            "spec.yaml:10:3: unknown key 'ntp_servers' in defaults (it belongs in defaults.os: check its indentation)\n");
+  result = load_spec(minimal_spec("defaults:\n  os:\n    timezone: UTC\n    gpu:\n      driver_version: '550'\n"));
+  EXPECT_EQ(testing::diagnostics_text(result),
+            "spec.yaml:10:5: unknown key 'gpu' in defaults.os (it belongs in defaults: check its indentation)\n");
+  // In a list of mappings too: a mount's key at the storage level.
+  result = load_spec(minimal_spec("defaults:\n  mountpoint: /mnt/x\n"));
+  EXPECT_EQ(testing::diagnostics_text(result),
+            "spec.yaml:8:3: unknown key 'mountpoint' in defaults (it belongs in defaults.storage: check its indentation)\n");
+  // A typo still gets the typo's suggestion, not a guess.
+  result = load_spec(minimal_spec("defaults:\n  os:\n    timezon: UTC\n"));
+  EXPECT_EQ(testing::diagnostics_text(result),
+            "spec.yaml:9:5: unknown key 'timezon' in defaults.os (did you mean 'timezone'?)\n");
+}
+
 // yaml-cpp 0.7's LoadAll loops for ever, allocating, on a document it
 // cannot start (found by tests/fuzz): a located error instead, and a
 // second document is still reported where it starts.
