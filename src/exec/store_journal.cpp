@@ -107,6 +107,10 @@ void StoreJournal::audit(const AuditRecord& record) {
   entry.failure = failure_name(record.failure);
   entry.duration_ms = record.duration.count();
   entry.at = now_();
+  entry.user = record.user;
+  entry.sudo = record.sudo;
+  entry.stdin_bytes = static_cast<int64_t>(record.stdin_bytes);
+  entry.stdin_sha256 = record.stdin_sha256;
   pending_audit_.push_back(std::move(entry));
   if (pending_audit_.size() >= 64) flush_audit();
 }

@@ -206,20 +206,30 @@ Result<std::vector<CheckpointRecord>> StateStore::checkpoints(const std::string&
   return checkpoints;
 }
 
-Result<std::vector<AuditEntry>> StateStore::audit(int64_t run_id) {
-  const std::string doing = "reading the audit of run " + std::to_string(run_id);
-  auto select = Statement::prepare(db_,
-                                   "SELECT run_id, node, command, exit_code, failure, duration_ms, at FROM audit "
-                                   "WHERE run_id = ?1 ORDER BY id");
+Result<std::vector<AuditEntry>> StateStore::audit(int64_t run_id) { return audit_trail(run_id, {}); }
+
+Result<std::vector<AuditEntry>> StateStore::audit_trail(int64_t run_id, const std::vector<std::string>& nodes) {
+  const std::string doing = run_id > 0 ? "reading the audit of run " + std::to_string(run_id) : "reading the audit";
+  // The node filter is a JSON array bound as one value: no SQL is built from names.
+  auto select = Statement::prepare(
+      db_,
+      "SELECT run_id, node, command, exit_code, failure, duration_ms, at, user, sudo, stdin_bytes, stdin_sha256 "
+      "FROM audit WHERE (?1 = 0 OR run_id = ?1) AND (?2 = '[]' OR node IN (SELECT value FROM json_each(?2))) "
+      "ORDER BY id");
   if (!select) return error(doing, select.error());
-  select->bind(1, run_id);
+  select->bind(1, run_id).bind(2, nlohmann::json(nodes).dump());
   std::vector<AuditEntry> entries;
   for (;;) {
     auto row = select->step();
     if (!row) return error(doing, row.error());
     if (!*row) break;
-    entries.push_back({select->int64(0), select->text(1), select->text(2), select->integer(3), select->text(4),
-                       select->int64(5), select->text(6)});
+    AuditEntry e{select->int64(0), select->text(1), select->text(2), select->integer(3), select->text(4),
+                 select->int64(5), select->text(6)};
+    e.user = select->text(7);
+    e.sudo = select->integer(8) != 0;
+    e.stdin_bytes = select->int64(9);
+    e.stdin_sha256 = select->text(10);
+    entries.push_back(std::move(e));
   }
   return entries;
 }

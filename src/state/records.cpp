@@ -132,7 +132,11 @@ void to_json(nlohmann::json& out, const AuditEntry& entry) {
          {"exit_code", entry.exit_code},
          {"failure", entry.failure},
          {"duration_ms", entry.duration_ms},
-         {"at", entry.at}};
+         {"at", entry.at},
+         {"user", entry.user},
+         {"sudo", entry.sudo},
+         {"stdin_bytes", entry.stdin_bytes},
+         {"stdin_sha256", entry.stdin_sha256}};
 }
 
 void to_json(nlohmann::json& out, const LockConflict& conflict) {

@@ -132,6 +132,15 @@ CREATE INDEX check_results_latest ON check_results (node, check_name, run_id);
 ALTER TABLE run_nodes ADD COLUMN result TEXT NOT NULL DEFAULT '';
 ALTER TABLE run_nodes ADD COLUMN message TEXT NOT NULL DEFAULT '';
 )sql"},
+    Migration{5, R"sql(
+-- Who ran each remote command and what it was fed (`gpuexpand audit`);
+-- commands recorded before this version read as user '' and no stdin.
+ALTER TABLE audit ADD COLUMN user TEXT NOT NULL DEFAULT '';
+ALTER TABLE audit ADD COLUMN sudo INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit ADD COLUMN stdin_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE audit ADD COLUMN stdin_sha256 TEXT NOT NULL DEFAULT '';
+CREATE INDEX audit_by_node ON audit (node, run_id);
+)sql"},
 };
 static_assert(kMigrations.back().version == StateStore::kSchemaVersion, "append a migration step for each version");
 Result<int> read_user_version(sqlite3* db) {

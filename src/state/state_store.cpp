@@ -238,13 +238,15 @@ Result<void> StateStore::record_audit(const std::vector<AuditEntry>& entries) {
   if (entries.empty()) return {};
   auto done = in_transaction(db_, [&]() -> Result<void> {
     auto insert = Statement::prepare(db_,
-                                     "INSERT INTO audit (run_id, node, command, exit_code, failure, duration_ms, at) "
-                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
+                                     "INSERT INTO audit (run_id, node, command, exit_code, failure, duration_ms, at, "
+                                     "user, sudo, stdin_bytes, stdin_sha256) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)");
     if (!insert) return insert.error();
     for (const auto& entry : entries) {
       insert->reset();
       insert->bind(1, entry.run_id).bind(2, entry.node).bind(3, entry.command).bind(4, entry.exit_code);
       insert->bind(5, entry.failure).bind(6, entry.duration_ms).bind(7, entry.at);
+      insert->bind(8, entry.user).bind(9, entry.sudo ? 1 : 0).bind(10, entry.stdin_bytes).bind(11, entry.stdin_sha256);
       if (auto ran = insert->run(); !ran) return ran;
     }
     return {};

@@ -161,6 +161,8 @@ void SshRunner::Impl::record(const Connection& c, const CommandRequest& request,
   if (!options.audit) return;
   AuditRecord audit;
   audit.node = c.endpoint.name;
+  audit.user = c.endpoint.user;
+  audit.sudo = options.become_sudo;
   audit.command = request.sensitive ? "<sensitive>" : request.command;
   audit.exit_code = outcome.exit_code;
   audit.failure = outcome.failure;

@@ -67,7 +67,51 @@ void print_latest_checks(std::ostream& out, const std::vector<CheckResult>& chec
   }
 }
 
+std::string stdin_text(const AuditEntry& c) {
+  if (c.stdin_bytes == 0) return "-";
+  std::string text = std::to_string(c.stdin_bytes) + " B";
+  if (!c.stdin_sha256.empty()) text += " sha256:" + c.stdin_sha256.substr(0, 12);
+  return text;
+}
+
+std::string one_line(const std::string& command) {
+  std::string out;
+  for (char c : command) {
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string audit_text(const std::vector<AuditEntry>& commands) {
+  std::ostringstream out;
+  if (commands.empty()) return "No remote commands recorded\n";
+  std::vector<std::vector<std::string>> rows = {{"RUN", "AT", "NODE", "USER", "EXIT", "MS", "STDIN", "COMMAND"}};
+  std::set<std::string> nodes;
+  std::set<int64_t> runs;
+  size_t not_ok = 0;
+  for (const auto& c : commands) {
+    const bool ran = c.failure == "ok" || c.failure == "command failed";
+    if (!ran || c.exit_code != 0) ++not_ok;
+    nodes.insert(c.node);
+    runs.insert(c.run_id);
+    const std::string user = c.user.empty() ? "?" : c.user + (c.sudo ? "+sudo" : "");
+    rows.push_back({std::to_string(c.run_id), c.at, c.node, user, ran ? std::to_string(c.exit_code) : c.failure,
+                    std::to_string(c.duration_ms), stdin_text(c), one_line(c.command)});
+  }
+  print_table(out, rows);
+  out << commands.size() << (commands.size() == 1 ? " command" : " commands") << " on " << nodes.size()
+      << (nodes.size() == 1 ? " node" : " nodes") << " in " << runs.size() << (runs.size() == 1 ? " run" : " runs")
+      << "; " << not_ok << " did not exit 0\n";
+  return out.str();
+}
 
 std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& results,
                      const std::vector<CheckResult>& checks, const std::vector<NodeOutcome>& nodes,

@@ -236,6 +236,64 @@ TEST(Cli, UnlockLimitReleasesOnlyTheSelectedNodes) {
   EXPECT_NE(rest.out.find("node-02"), std::string::npos) << "node-02 was still locked: " << rest.out;
 }
 
+// audit: who ran what where, from the store alone; filters by run, node
+// (host lists) and failure; refuses a store that is not there.
+TEST(Cli, AuditListsEveryRemoteCommandWithWhoRanItAndItsStdinDigest) {
+  const std::string state = make_temp_dir() + "/state.db";
+  auto missing = run_gpuexpand({"audit", "--state", state});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_FALSE(std::filesystem::exists(state)) << "a read-only command created the store";
+  int64_t first = 0, second = 0;
+  {
+    auto store = StateStore::open(state);
+    ASSERT_TRUE(store);
+    RunRecord run;
+    run.command = "apply";
+    run.holder = "ops@elsewhere pid 1";
+    run.nodes = {"node-01", "node-02"};
+    first = std::get<int64_t>(*(*store)->begin_run(run));
+    ASSERT_TRUE((*store)->finish_run(first, RunStatus::Succeeded, 0, "t"));
+    second = std::get<int64_t>(*(*store)->begin_run(run));
+    AuditEntry probe{first, "node-01", "sh -s", 0, "ok", 12, "2026-12-03T01:00:00Z"};
+    probe.user = "ops";
+    probe.sudo = true;
+    probe.stdin_bytes = 2048;
+    probe.stdin_sha256 = "0123456789abcdef" + std::string(48, '0');
+    AuditEntry key{first, "node-02", "<sensitive>", 0, "ok", 3, "2026-12-03T01:00:01Z"};
+    key.user = "root";
+    AuditEntry failed{second, "node-02", "printf 'a\\n'\nfalse", 1, "command failed", 5, "2026-12-03T02:00:00Z"};
+    failed.user = "root";
+    AuditEntry gone{second, "node-01", "sh -s", -1, "unreachable", 3000, "2026-12-03T02:00:01Z"};
+    gone.user = "root";
+    ASSERT_TRUE((*store)->record_audit({probe, key, failed, gone}));
+  }
+  auto all = run_gpuexpand({"audit", "--state", state});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  const std::string f = std::to_string(first), s = std::to_string(second);
+  EXPECT_EQ(all.out,
+            "  RUN  AT                    NODE     USER      EXIT         MS    STDIN                       COMMAND\n"
+            "  " + f + "    2026-12-03T01:00:00Z  node-01  ops+sudo  0            12    2048 B sha256:0123456789ab  sh -s\n"
+            "  " + f + "    2026-12-03T01:00:01Z  node-02  root      0            3     -                           <sensitive>\n"
+            "  " + s + "    2026-12-03T02:00:00Z  node-02  root      1            5     -                           printf 'a\\\\n'\\nfalse\n"
+            "  " + s + "    2026-12-03T02:00:01Z  node-01  root      unreachable  3000  -                           sh -s\n"
+            "4 commands on 2 nodes in 2 runs; 2 did not exit 0\n");
+  auto narrowed = run_gpuexpand({"audit", "--state", state, "--run", s, "--node", "node-[02-03]"});
+  ASSERT_EQ(narrowed.exit_code, 0) << narrowed.err;
+  EXPECT_NE(narrowed.out.find("1 command on 1 node in 1 run; 1 did not exit 0"), std::string::npos) << narrowed.out;
+  auto failures = run_gpuexpand({"audit", "--state", state, "--failed", "--output", "json"});
+  ASSERT_EQ(failures.exit_code, 0) << failures.err;
+  const auto doc = nlohmann::json::parse(failures.out);
+  ASSERT_EQ(doc["commands"].size(), 2u);
+  EXPECT_EQ(doc["commands"][0]["command"], "printf 'a\\n'\nfalse");
+  EXPECT_EQ(doc["commands"][1]["failure"], "unreachable");
+  auto no_run = run_gpuexpand({"audit", "--state", state, "--run", "99"});
+  EXPECT_EQ(no_run.exit_code, 1);
+  EXPECT_EQ(no_run.err, "gpuexpand: error: no run 99 in " + state + "\n");
+  auto bad_list = run_gpuexpand({"audit", "--state", state, "--node", "node-[02"});
+  EXPECT_EQ(bad_list.exit_code, 1);
+  EXPECT_NE(bad_list.err.find("--node node-[02: "), std::string::npos) << bad_list.err;
+}
+
 // --limit @failed: the nodes the last apply did not finish, read from the
 // store, so a retry needs no host names copied from the output.
 TEST(Cli, LimitFailedSelectsWhatTheLastApplyDidNotFinish) {

@@ -40,8 +40,15 @@ for h in ctl node-05 node-06; do
 done
 
 # ---------------------------------------------------------------- held for acceptance
-gxrun apply -y "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state"
-check "apply --until scheduler: exit 0" test "$rc" -eq 0
+# At -vv with a debug log file: the secrets sent in this run (the munge key)
+# must still reach none of what it writes (checked below).
+"$gx" -vv --log-file "$work/debug.log" apply -y "$work/lab.yaml" --limit "$nodes" --until scheduler --state "$state" \
+  >"$work/apply-vv.out" 2>&1
+rc=$?
+out=$(grep -v '\[debug\]' "$work/apply-vv.out")
+echo "$out" | sed 's/^/    /'
+check "apply -vv --until scheduler: exit 0" test "$rc" -eq 0
+check "  its stderr has the debug lines of -vv" grep -q '\[debug\]' "$work/apply-vv.out"
 check "the acceptance phase did not run" bash -c '! grep -q "  acceptance  " <<<"$1"' _ "$out"
 check "node-05 registered with its features and GRES" test "$(node_field node-05 AvailableFeatures) $(node_field node-05 Gres)" = "h200,lab gpu:8"
 check "node-05's gres.conf line on the controller, from its device files" \
@@ -69,10 +76,27 @@ check "sinfo: both idle with features and GRES" test "$(ctl "sinfo -N -h -n '$no
   = "node-05 idle h200,lab gpu:8;node-06 idle h200,lab gpu:8;"
 out=$("$gx" apply -y "$work/lab.yaml" --limit "$nodes" --state "$state" 2>&1)
 check "second apply changes nothing" grep -q "2 nodes: 0 changed, 2 unchanged, 0 failed" <<<"$out"
-key_hex=$(od -An -tx1 -N16 "$client/munge.key" | tr -d ' \n')
-key_b64=$(head -c 24 "$client/munge.key" | base64)
-check "the munge key is nowhere in the state store" \
-  bash -c '! sqlite3 "$1" .dump | grep -qiF -e "$2" -e "$3"' _ "$state" "$key_hex" "$key_b64"
+# Secrets never leak: everything this test's runs wrote (output at -vv, the
+# debug log, plan text and JSON, audit, status, the per-node run logs, the
+# state store and its dump) holds no part of the munge key or of the SSH
+# private key, raw, hex or base64 (tests/lab/secret-scan.py).
+"$gx" -vv plan "$work/lab.yaml" --limit "$nodes" --state "$state" >"$work/plan-vv.txt" 2>&1
+"$gx" -vv plan "$work/lab.yaml" --limit "$nodes" --state "$state" --output json >"$work/plan-vv.json" 2>&1
+"$gx" -vv plan "$work/lab.yaml" --limit "$nodes" --state "$state" --diff >"$work/plan-diff.txt" 2>&1
+"$gx" audit --state "$state" --output json >"$work/audit.json" 2>&1
+"$gx" audit --state "$state" >"$work/audit.txt" 2>&1
+"$gx" status --state "$state" --run 1 --output json >"$work/status-1.json" 2>&1
+sqlite3 "$state" .dump >"$work/state.dump"
+check "the audit shows what commands were fed by size and digest, as root" \
+  grep -qE "  root +[0-9]+ +[0-9]+ +[0-9]+ B sha256:[0-9a-f]{12}  " "$work/audit.txt"
+check "no part of the munge key in any output, log, plan, audit or the store" \
+  python3 "$here/secret-scan.py" "$client/munge.key" "$work"
+sed -n '2p' "$client/id_ed25519" >"$work/../ssh-key-line.$$" # a line of the private key's base64 body
+check "no part of the SSH private key either" \
+  python3 "$here/secret-scan.py" "$client/id_ed25519" "$work"
+check "  (nor its body's text)" bash -c '! grep -rqF -f "$1" "$2"' _ "$work/../ssh-key-line.$$" "$work"
+rm -f "$work/../ssh-key-line.$$"
+check "every audited command names who ran it" bash -c '! grep -q "\"user\": \"\"" "$1"' _ "$work/audit.json"
 
 # ---------------------------------------------------------------- feature change
 spec_with "$work/features.yaml" '.defaults.scheduler.slurm.features += ["ndr"]'

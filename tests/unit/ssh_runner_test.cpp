@@ -284,6 +284,22 @@ TEST_F(SshRunnerTest, ChangedHostKeyIsRefusedWithBothFingerprints) {
                            "; refusing to connect (if the node was reinstalled, remove the old line)");
 }
 
+// A key marked @revoked is refused even when the same key is also listed
+// plainly, and --accept-new-host-keys does not override it.
+TEST_F(SshRunnerTest, ARevokedHostKeyIsRefused) {
+  auto o = options();
+  o.known_hosts = sshd_->write_known_hosts("revoked_known_hosts");
+  std::istringstream host_key(sshd_->host_public_key());
+  std::string type, blob;
+  host_key >> type >> blob;
+  std::ofstream(o.known_hosts, std::ios::app) << "@revoked * " << type << " " << blob << "\n";
+  o.accept_new_host_keys = true;
+  auto r = run_one("true", o, endpoint());
+  EXPECT_EQ(r.failure, FailureKind::HostKeyChanged);
+  EXPECT_EQ(r.message, "node-a (127.0.0.1): the host key " + ssh_fingerprint(*base64_decode(blob)) +
+                           " is marked @revoked in " + o.known_hosts);
+}
+
 TEST_F(SshRunnerTest, HashedKnownHostsEntriesMatch) {
   auto o = options();
   o.known_hosts = sshd_->write_known_hosts("hashed_known_hosts");

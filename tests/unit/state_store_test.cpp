@@ -178,10 +178,10 @@ TEST_F(StateStoreTest, OpenCreatesDirectoryWalAndCurrentSchema) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->path(), path_);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(StateStore::kSchemaVersion, 4);
+  EXPECT_EQ(StateStore::kSchemaVersion, 5);
   EXPECT_TRUE(fs::is_directory(dir_ + "/.gpuexpand"));
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
   EXPECT_EQ(sql(path_,
                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
@@ -486,6 +486,42 @@ TEST_F(StateStoreTest, ForceUnlockReleasesMarksAndLogs) {
   EXPECT_EQ(begin(*store, apply_run({"n1", "n2", "n3"})), 4);
 }
 
+// gpuexpand audit: who ran what, filtered by run and node; names are data, not SQL.
+TEST_F(StateStoreTest, TheAuditTrailFiltersByRunAndNodeAndKeepsWhoRanIt) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  const int64_t first = begin(*store, apply_run({"n1", "n2"}));
+  const int64_t second = begin(*store, apply_run({"n3"}));  // the audit rows need not be its nodes
+  AuditEntry fed{first, "n1", "install -m 0600 /dev/stdin /etc/munge/munge.key", 0, "ok", 7, "t1"};
+  fed.user = "ops";
+  fed.sudo = true;
+  fed.stdin_bytes = 1024;
+  fed.stdin_sha256 = std::string(64, 'a');
+  ASSERT_TRUE(store->record_audit({fed, {first, "n2", "true", 0, "ok", 1, "t2"}}).ok());
+  ASSERT_TRUE(store->record_audit({{second, "n1", "false", 1, "command failed", 2, "t3"},
+                                   {second, "x' OR '1'='1", "true", 0, "ok", 1, "t4"}})
+                  .ok());
+  auto names = [](const std::vector<AuditEntry>& entries) {
+    std::vector<std::string> out;
+    for (const auto& e : entries) out.push_back(std::to_string(e.run_id) + "/" + e.node + "/" + e.command);
+    return out;
+  };
+  EXPECT_EQ(names(*store->audit_trail(0, {})),
+            (std::vector<std::string>{std::to_string(first) + "/n1/" + fed.command, std::to_string(first) + "/n2/true",
+                                      std::to_string(second) + "/n1/false", std::to_string(second) + "/x' OR '1'='1/true"}));
+  EXPECT_EQ(names(*store->audit_trail(0, {"n1"})),
+            (std::vector<std::string>{std::to_string(first) + "/n1/" + fed.command, std::to_string(second) + "/n1/false"}));
+  EXPECT_EQ(names(*store->audit_trail(second, {"n2", "n1"})),
+            (std::vector<std::string>{std::to_string(second) + "/n1/false"}));
+  EXPECT_EQ(store->audit_trail(0, {"' OR 1=1 --"})->size(), 0u);
+  const auto kept = (*store->audit_trail(first, {"n1"}))[0];
+  EXPECT_EQ(kept.user, "ops");
+  EXPECT_TRUE(kept.sudo);
+  EXPECT_EQ(kept.stdin_bytes, 1024);
+  EXPECT_EQ(kept.stdin_sha256, std::string(64, 'a'));
+  EXPECT_EQ(nlohmann::json(kept)["user"], "ops");
+}
+
 TEST_F(StateStoreTest, AuditBatchesAreAllOrNothing) {
   auto store = open();
   ASSERT_TRUE(store);
@@ -705,7 +741,7 @@ TEST_F(StateStoreTest, JsonForStatus) {
             R"("node":"n1","phase":"fabric","run_id":5,"started_at":"2026-11-30T03:00:01Z","status":"rolled-back"})");
   AuditEntry entry{5, "n1", "true", 0, "ok", 2, "t"};
   EXPECT_EQ(json(entry).dump(),
-            R"({"at":"t","command":"true","duration_ms":2,"exit_code":0,"failure":"ok","node":"n1","run_id":5})");
+            R"({"at":"t","command":"true","duration_ms":2,"exit_code":0,"failure":"ok","node":"n1","run_id":5,"stdin_bytes":0,"stdin_sha256":"","sudo":false,"user":""})");
   EXPECT_EQ(json(check(5, "n1", "gpu", "fail", "7 GPUs, expected 8")).dump(),
             R"({"check":"gpu","detail":"7 GPUs, expected 8","node":"n1","recorded_at":"2026-11-30T03:30:00Z",)"
             R"("run_id":5,"seconds":1.5,"status":"fail"})");
@@ -749,13 +785,14 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
       "'old@elsewhere.invalid pid 5');"
       "INSERT INTO run_nodes VALUES (1, 0, 'n1');"
       "INSERT INTO locks VALUES ('n1', 1, 'old@elsewhere.invalid pid 5', '2026-01-01T00:00:00Z');"
-      "INSERT INTO phase_results VALUES (1, 1, 'n1', 'base', 'succeeded', 2, 'a', 'b', 1.5, '', '');");
+      "INSERT INTO phase_results VALUES (1, 1, 'n1', 'base', 'succeeded', 2, 'a', 'b', 1.5, '', '');"
+      "INSERT INTO audit VALUES (1, 1, 'n1', 'uname -r', 0, 'ok', 4, '2026-01-01T00:00:01Z');");
   ASSERT_EQ(sql(path_, "PRAGMA journal_mode"), "delete");
 
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 4);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(sql(path_,
                 "SELECT name FROM sqlite_master WHERE name IN ('events', 'phase_results_latest', 'check_results', "
@@ -766,6 +803,13 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
   EXPECT_EQ((*run)->holder, "old@elsewhere.invalid pid 5");
   EXPECT_EQ(summary(*store->latest_phase_results({"n1"})), (std::vector<std::string>{"1/n1/base=succeeded"}));
   EXPECT_EQ(conflict(*store, apply_run({"n1"})).run_id, 1);
+  // A command audited before v5 reads with no user and no stdin.
+  auto audit = store->audit_trail(0, {});
+  ASSERT_TRUE(audit.ok()) << audit.error().message;
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_EQ((*audit)[0].command, "uname -r");
+  EXPECT_EQ((*audit)[0].user, "");
+  EXPECT_EQ((*audit)[0].stdin_bytes, 0);
   auto released = store->force_unlock({}, "root", "t");
   ASSERT_TRUE(released.ok()) << released.error().message;
   EXPECT_EQ(store->events()->size(), 1u);
@@ -793,8 +837,8 @@ TEST_F(StateStoreTest, MigratesAVersion2Store) {
 
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(store->schema_version(), 4);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
   EXPECT_EQ(sql(path_, "SELECT name FROM sqlite_master WHERE name LIKE 'check_results%' ORDER BY name"),
             "check_results\ncheck_results_latest");
   // What version 2 wrote is all there.
@@ -859,7 +903,7 @@ TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
   std::ofstream(path_).close();
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "4");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
 }
 
 TEST_F(StateStoreTest, RefusesANewerSchema) {
@@ -869,7 +913,7 @@ TEST_F(StateStoreTest, RefusesANewerSchema) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(
       store.error().message,
-      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (4); upgrade gpuexpand");
+      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (5); upgrade gpuexpand");
   // Left exactly as it was.
   EXPECT_EQ(sql(path_, "PRAGMA user_version"), "7");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "delete");

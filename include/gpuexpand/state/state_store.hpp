@@ -70,6 +70,12 @@ struct AuditEntry {
   std::string failure;  // failure_name()
   int64_t duration_ms = 0;
   std::string at;
+  // v5: who ran it (the SSH login; sudo: through `sudo -n`), and its stdin
+  // by size and SHA-256 only (it may carry a secret file's content).
+  std::string user = {};  // (initialised: older brace lists of the first seven stay complete)
+  bool sudo = false;
+  int64_t stdin_bytes = 0;
+  std::string stdin_sha256 = {};
 };
 
 // How a node of a run ended ("changed", "failed", "unreachable", …; ""
@@ -117,7 +123,8 @@ class StateStore {
  public:
   // v1: runs, run_nodes, phase_results, checkpoints, audit, locks. v2: events, status indexes.
   // v3: check_results (acceptance checks). v4: run_nodes.result and .message (--limit @failed).
-  static constexpr int kSchemaVersion = 4;
+  // v5: audit.user, .sudo, .stdin_bytes, .stdin_sha256 (gpuexpand audit).
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating the file and parent directories), sets WAL, busy_timeout 5000, foreign keys,
   // and migrates the schema to the current version inside one transaction per step.
@@ -170,6 +177,8 @@ class StateStore {
   // Checkpoints of a node, newest first (newest run, then last taken), for `rollback --to`.
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& node);
   Result<std::vector<AuditEntry>> audit(int64_t run_id);  // in the order recorded
+  // Every run's (run_id 0) or one run's commands on `nodes` (empty: all), in the order recorded.
+  Result<std::vector<AuditEntry>> audit_trail(int64_t run_id, const std::vector<std::string>& nodes);
   Result<std::vector<NodeOutcome>> node_outcomes(int64_t run_id);  // in run order
   Result<std::vector<CheckResult>> checks_of_run(int64_t run_id);  // in the order first recorded
   // For each (node, check) the result of the newest run that recorded it. Ordered by node, then by

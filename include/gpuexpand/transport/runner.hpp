@@ -43,6 +43,8 @@ class CommandRunner {
 // Every command run on a node, for the audit trail.
 struct AuditRecord {
   std::string node;
+  std::string user;   // the SSH login
+  bool sudo = false;  // run through `sudo -n` (become: sudo)
   std::string command;  // "<sensitive>" when the request was marked so
   int exit_code = -1;
   FailureKind failure = FailureKind::None;

@@ -24,6 +24,12 @@ std::string run_text(const RunRecord& run, const std::vector<PhaseResult>& phase
 std::string status_overview_text(const std::vector<RunRecord>& runs, const std::vector<PhaseResult>& latest,
                                  const std::vector<CheckResult>& latest_checks);
 
+// `audit`: one line per remote command, oldest first (run, time, node, who,
+// exit or why it did not run, milliseconds, stdin by size and digest, the
+// command whole with newlines as \n so each stays one greppable line), then
+// a count. A sensitive command reads "<sensitive>" (redacted when recorded).
+std::string audit_text(const std::vector<AuditEntry>& commands);
+
 // `unlock --force`: "released: …" per lock, or "No locks held[ on those nodes]".
 std::string unlock_text(const std::vector<LockConflict>& released, bool only_some_nodes);
 
