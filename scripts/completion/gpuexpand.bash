@@ -4,11 +4,12 @@ _gpuexpand() {
   local cur=${COMP_WORDS[COMP_CWORD]} command='' i words
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-      validate|inventory|facts|plan|apply|status|unlock|rollback|verify|logs|audit|completion|man) command=${COMP_WORDS[i]}; break ;;
+      init|validate|inventory|facts|plan|apply|status|unlock|rollback|verify|logs|audit|completion|man) command=${COMP_WORDS[i]}; break ;;
     esac
   done
   case $command in
-    '') words='validate inventory facts plan apply status unlock rollback verify logs audit completion man --help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    '') words='init validate inventory facts plan apply status unlock rollback verify logs audit completion man --help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    init) words='--help -h --from --spec-out --name --cluster --identity-file -i --known-hosts --key-dir --facts --save-facts --force --parallel --accept-new-host-keys --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     validate) words='--help -h --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     inventory) words='--help -h --limit -l --state --output -o --hostlist --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     facts) words='--help -h --limit -l --state --parallel --accept-new-host-keys --output -o --save --diff --facts --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;

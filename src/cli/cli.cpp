@@ -104,6 +104,7 @@ int run_cli(int argc, char** argv) {
                "\nRun 'gpuexpand COMMAND --help' for a command's options and examples.");
 
     cli::Action action;
+    cli::add_init_command(app, action);
     cli::add_validate_command(app, action);
     cli::add_inventory_command(app, action);
     cli::add_facts_command(app, action);

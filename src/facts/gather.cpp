@@ -78,6 +78,16 @@ nlohmann::json node_facts(const CommandOutcome& outcome, const std::string& node
 
 }  // namespace
 
+nlohmann::json probe_node(CommandRunner& runner, size_t endpoint, const std::string& node, const FactsRequest& request,
+                          const std::string& collected_at) {
+  nlohmann::json facts;
+  runner.submit(endpoint, shell_script(probe_script(request)), [&](const CommandOutcome& outcome) {
+    facts = node_facts(outcome, node, request, collected_at);
+  });
+  runner.run();
+  return facts;
+}
+
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at) {
   FactsByNode facts;

@@ -15,6 +15,7 @@
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/util/base64.hpp"
+#include "gpuexpand/util/digest.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -197,7 +198,14 @@ json file_facts(const std::string& body) {
     if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
       f["sha256"] = l[1].substr(0, 64);
     } else if (auto content = base64_decode(l[1])) {
-      f["content"] = *content;
+      // Binary (a keyring): JSON strings must be UTF-8, so its digest for
+      // the steps and its bytes as base64 for init's drafts.
+      if (!first_invalid_utf8(*content)) {
+        f["content"] = *content;
+      } else {
+        f["sha256"] = sha256_hex(*content);
+        f["content_base64"] = l[1];
+      }
     }
   } else if (trimmed(kind) == "regular empty file") {
     f["content"] = "";

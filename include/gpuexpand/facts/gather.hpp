@@ -26,6 +26,11 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at);
 
+// One probe of one node with an explicit request (init --from): its facts,
+// or {"unreachable": why}.
+nlohmann::json probe_node(CommandRunner& runner, size_t endpoint, const std::string& node, const FactsRequest& request,
+                          const std::string& collected_at);
+
 // Endpoints for the selected nodes from the spec's ssh settings, then one
 // per distinct controller of theirs (plan/controller.hpp).
 std::vector<NodeEndpoint> endpoints_for(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes);
