@@ -515,4 +515,34 @@ out=$("$gx" apply -y "$work/lab.yaml" --limit node-01 --state "$state" 2>&1)
 check "apply after the rollback converges again" grep -q "1 changed, 0 unchanged, 0 failed" <<<"$out" ||
   sed 's/^/    /' <<<"$out"
 
+# ---------------------------------------------------------------- hostile values
+# Values the schema lets through that a shell would read as syntax reach
+# node-01 as written (tests/unit/hostile_values_test.cpp: which fields take
+# what, the rest refused with file:line:col): a directory named exactly each
+# value inside the mount, /etc/nccl.conf lines exactly KEY=VALUE, nothing run.
+dirs=('$(touch${IFS}/tmp/gx-pwned-1)' 'a;touch${IFS}/tmp/gx-pwned-2' '`touch${IFS}/tmp/gx-pwned-3`' "q'uote\"d"
+  '-rf' 'a|b&&c\\d' 'x>y<z*?[1]')
+dirs_json=$(printf '%s\n' "${dirs[@]}" | jq -R . | jq -s -c .)
+debug_value="INFO'; touch /tmp/gx-pwned-4; echo '"
+ifname_value='$(touch /tmp/gx-pwned-5)`touch /tmp/gx-pwned-6`"\'
+spec_with "$work/hostile.yaml" --argjson dirs "$dirs_json" --arg debug "$debug_value" --arg ifname "$ifname_value" \
+  '.defaults.storage[0].directories += $dirs | .defaults.network.nccl.env = {NCCL_DEBUG: $debug, NCCL_SOCKET_IFNAME: $ifname}'
+check "hostile values: the spec validates (these fields take them)" "$gx" validate "$work/hostile.yaml"
+gxrun apply -y "$work/hostile.yaml" --limit node-01 --until storage --state "$state"
+check "hostile values: apply exits 0" test "$rc" -eq 0
+for d in "${dirs[@]}"; do
+  b=$(printf '%s' "$d" | base64 -w0)
+  check "  a directory named exactly $d in the mount" sshn node-01 "test -d \"/mnt/shared/\$(echo $b | base64 -d)\""
+done
+nccl=$(sshn node-01 "base64 -w0 /etc/nccl.conf" | base64 -d)
+check "  /etc/nccl.conf: NCCL_DEBUG exactly as written" grep -qFx "NCCL_DEBUG=$debug_value" <<<"$nccl"
+check "  /etc/nccl.conf: NCCL_SOCKET_IFNAME exactly as written" grep -qFx "NCCL_SOCKET_IFNAME=$ifname_value" <<<"$nccl"
+check "  nothing in them ran on the node" on node-01 0 "ls -d /tmp/gx-pwned-* 2>/dev/null | wc -l"
+check "  nor here" bash -c '! ls -d /tmp/gx-pwned-* 2>/dev/null'
+out=$("$gx" apply -y "$work/hostile.yaml" --limit node-01 --until storage --state "$state" 2>&1)
+check "  a second apply finds them in place (no change)" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
+for d in "${dirs[@]}"; do # the share is ctl's, seen by every node: leave it as it was
+  sshn node-01 "rm -rf -- \"/mnt/shared/\$(echo $(printf '%s' "$d" | base64 -w0) | base64 -d)\""
+done
+
 finish
