@@ -18,6 +18,7 @@
 #include "gpuexpand/util/spellcheck.hpp"
 #include "compute_addresses.hpp"
 #include "derived_settings.hpp"
+#include "control_characters.hpp"
 #include "inline_secrets.hpp"
 #include "gpu_packages.hpp"
 #include "repositories.hpp"
@@ -681,6 +682,7 @@ SpecLoadResult load_spec_text(const std::string& text, const std::string& file, 
     result.diagnostics.push_back({{file, 1, 1}, "a spec must be a mapping with apiVersion, cluster and nodes"});
     return result;
   }
+  check_control_characters(*document, result.diagnostics);
   const auto refused = check_inline_secrets(*document, schema, result.diagnostics);
   schema.validate(*document, result.diagnostics, refused, without_removal_markers(document->root));
   ClusterSpec spec = SpecBuilder(*document, result.diagnostics).build();
