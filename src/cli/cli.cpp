@@ -113,6 +113,7 @@ int run_cli(int argc, char** argv) {
     cli::add_status_command(app, action);
     cli::add_rollback_command(app, action);
     cli::add_verify_command(app, action);
+    cli::add_doctor_command(app, action);
     cli::add_logs_command(app, action);
     cli::add_audit_command(app, action);
     cli::add_completion_commands(app, action);

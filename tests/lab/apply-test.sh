@@ -545,4 +545,25 @@ for d in "${dirs[@]}"; do # the share is ctl's, seen by every node: leave it as 
   sshn node-01 "rm -rf -- \"/mnt/shared/\$(echo $(printf '%s' "$d" | base64 -w0) | base64 -d)\""
 done
 
+# ---------------------------------------------------------------- doctor
+# Two nodes in service have no findings; then node-03 is broken by hand the
+# way real nodes break (MTU reset, the share gone, slurmd stopped, a driver
+# module that is not the installed one's) and node-04 is switched off:
+# doctor names each with what to check next and exits 3.
+gxrun doctor "$work/lab.yaml" --limit 'node-0[1,3]' --state "$state"
+check "doctor: node-01 and node-03 in service, no findings (exit 0)" test "$rc" -eq 0
+check "  it says so" grep -q "2 nodes: 2 without findings, 0 with; 0 errors" <<<"$out"
+sshn node-03 "ip link set eth1 mtu 1500; umount -l /mnt/shared; systemctl stop slurmd; echo 535.161.08 >/run/nvidia-lab/loaded-version"
+"$lab" stop node-04 >/dev/null 2>&1
+gxrun doctor "$work/lab.yaml" --limit 'node-0[1,3-4]' --state "$state"
+check "doctor: errors found (exit 3)" test "$rc" -eq 3
+check "  node-03: the MTU set by hand" grep -q "ERROR network: MTU 1500 on eth1, wanted 9000" <<<"$out"
+check "  node-03: the share unmounted" grep -q "ERROR storage: shared: /mnt/shared is not mounted" <<<"$out"
+check "  node-03: slurmd stopped" grep -q "ERROR scheduler: slurmd is not running" <<<"$out"
+check "  node-03: the loaded driver is not the installed one" grep -q "ERROR gpu: driver/library version mismatch" <<<"$out"
+check "  node-04 switched off: unreachable, with what to check" grep -q "next: is the node up? ping 198.18.0.14;" <<<"$out"
+check "  node-01 still without findings" bash -c '! grep -q "^node-01" <<<"$1"' _ "$out"
+"$lab" start node-04 >/dev/null 2>&1
+sshn node-03 "echo 550.90.07 >/run/nvidia-lab/loaded-version; systemctl start slurmd"
+
 finish

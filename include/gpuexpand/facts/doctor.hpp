@@ -1,0 +1,49 @@
+#pragma once
+// `gpuexpand doctor`: the troubleshooting table operators run by hand when a
+// node misbehaves, as findings with the next thing to check. Pure functions
+// over a node's facts (the probe plan uses) and a few extra readings (its
+// clock, the kernel's Xid lines), so each finding is tested on recorded or
+// edited facts; the lab puts real nodes into some of these states.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuexpand/spec/cluster_spec.hpp"
+#include "gpuexpand/transport/command.hpp"
+
+namespace gpuexpand {
+
+struct Finding {
+  std::string node;      // "" for the operator's machine
+  std::string area;      // connection, local, disk, clock, gpu, network, storage, scheduler
+  bool error = true;     // false: a warning
+  std::string what;      // "MTU 1500 on eth1, wanted 9000"
+  std::string next;      // the next thing to check or do
+};
+
+// What doctor reads besides the probe, in one script: the node's clock
+// (seconds since the epoch) and the kernel log's NVIDIA Xid lines.
+std::string doctor_extras_script();
+struct DoctorExtras {
+  std::optional<long long> node_epoch;
+  std::vector<std::string> xid_lines;  // "NVRM: Xid (PCI:0000:19:00): 79, pid=…"
+};
+DoctorExtras parse_doctor_extras(const std::string& output);
+
+// A node that could not be reached: why, and what to check first.
+Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message,
+                           const SshSettings& ssh);
+
+// Everything wrong on a reachable node, as its settings want it.
+std::vector<Finding> diagnose_node(const NodeSpec& node, const nlohmann::json& facts, const DoctorExtras& extras,
+                                   long long controller_epoch);
+
+// The operator's side: key file, known_hosts entries for the nodes, the
+// spec's local files, the state store's folder.
+std::vector<Finding> diagnose_local(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                                    const std::string& state_path);
+
+}  // namespace gpuexpand

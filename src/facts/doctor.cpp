@@ -1,0 +1,399 @@
+// The findings of `gpuexpand doctor` (facts/doctor.hpp). Each rule reads
+// the facts the plan's probe gathers and the node's settings, and says what
+// is wrong and what to check next, in the words of the runbooks operators
+// use: the check comes first, the command that shows it second.
+
+#include "gpuexpand/facts/doctor.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "gpuexpand/transport/known_hosts.hpp"
+#include "gpuexpand/util/local_file.hpp"
+
+namespace gpuexpand {
+namespace {
+
+using nlohmann::json;
+
+const json& at(const json& j, const std::string& key) {
+  static const json null;
+  const auto it = j.is_object() ? j.find(key) : j.end();
+  return it == j.end() ? null : *it;
+}
+
+std::string text(const json& j, const std::string& key) {
+  const json& v = at(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+long long number(const json& j, const std::string& key, long long otherwise) {
+  const json& v = at(j, key);
+  return v.is_number_integer() ? v.get<long long>() : otherwise;
+}
+
+// What the common Xid codes mean (NVIDIA's Xid catalogue), and what to do.
+struct XidMeaning {
+  int code;
+  const char* meaning;
+  bool error;
+};
+constexpr XidMeaning kXids[] = {
+    {13, "graphics engine exception (often the application)", false},
+    {31, "GPU memory page fault (often the application)", false},
+    {43, "GPU stopped processing (a job was killed)", false},
+    {45, "preemptive cleanup after a job ended", false},
+    {48, "double-bit ECC error", true},
+    {63, "ECC page retirement or row remapping recorded", false},
+    {64, "ECC page retirement or row remapping failed", true},
+    {74, "NVLink error", true},
+    {79, "the GPU has fallen off the bus", true},
+    {92, "high single-bit ECC error rate", false},
+    {94, "contained ECC error (the application was stopped)", false},
+    {95, "uncontained ECC error: reset the GPU", true},
+    {119, "GSP RPC timeout", true},
+    {120, "GSP error", true},
+};
+
+class NodeDoctor {
+ public:
+  NodeDoctor(const NodeSpec& node, const json& facts) : node_(node), facts_(facts), settings_(*node.settings) {}
+
+  std::vector<Finding> findings;
+
+  void error(const std::string& area, const std::string& what, const std::string& next) {
+    findings.push_back({node_.name, area, true, what, next});
+  }
+  void warning(const std::string& area, const std::string& what, const std::string& next) {
+    findings.push_back({node_.name, area, false, what, next});
+  }
+
+  void disk() {
+    const json& free = at(facts_, "disk_free_bytes");
+    for (const auto& [path, bytes] : free.items()) {
+      if (!bytes.is_number_integer()) continue;
+      const long long mib = bytes.get<long long>() / (1024 * 1024);
+      const std::string what = std::to_string(mib) + " MiB free under " + path;
+      const std::string next = "checkpoints and packages are written there: df -h " + path +
+                               "; free space (apt-get clean, old checkpoints under " + path + "/checkpoints)";
+      if (mib < 1024) {
+        error("disk", what + " (at least 1024 MiB needed)", next);
+      } else if (mib < 2048) {
+        warning("disk", what, next);
+      }
+    }
+  }
+
+  void clock(const DoctorExtras& extras, long long controller_epoch) {
+    if (extras.node_epoch && controller_epoch > 0) {
+      const long long skew = *extras.node_epoch - controller_epoch;
+      const long long size = skew < 0 ? -skew : skew;
+      const std::string what = "clock " + std::to_string(size) + " s " + (skew < 0 ? "behind" : "ahead of") + " this machine";
+      const std::string next = "chronyc tracking; chronyc sources (are the spec's NTP servers reachable?)";
+      if (size > 300) {
+        error("clock", what + ": munge credentials (Slurm) fail beyond 300 s", next);
+      } else if (size > 5) {
+        warning("clock", what, next);
+      }
+    }
+    const json& sync = at(facts_, "time_sync");
+    const json& servers = at(at(settings_, "os"), "ntp_servers");
+    if (servers.is_array() && !servers.empty() && sync.is_object() && !at(sync, "active").get<bool>()) {
+      warning("clock", "no time sync service running",
+              "systemctl status chrony; gpuexpand apply --until os-init configures it");
+    }
+  }
+
+  void gpu(const DoctorExtras& extras) {
+    const json& want = at(settings_, "gpu");
+    const long long expected = number(want, "expected_count", 0);
+    if (!want.is_object() || (expected == 0 && text(want, "driver_version").empty())) return;
+    const json& gpus = at(facts_, "gpus");
+    const std::string problem = text(gpus, "error");
+    if (!problem.empty()) {
+      if (at(gpus, "driver_mismatch").is_boolean() && at(gpus, "driver_mismatch").get<bool>()) {
+        error("gpu", "driver/library version mismatch: the loaded kernel module is not the installed driver's",
+              "the driver changed without a reboot: reboot the node (or, with no GPU process left, unload and "
+              "reload the nvidia modules); cat /proc/driver/nvidia/version shows the loaded one");
+      } else if (problem.find("cannot communicate") != std::string::npos) {  // its text also says "not installed"
+        error("gpu", "the NVIDIA kernel module is not loaded",
+              "lsmod | grep nvidia; dkms status (built for uname -r?); dmesg | grep -i nvrm; secure boot refusing "
+              "an unsigned module?");
+      } else if (problem.find("not installed") != std::string::npos) {
+        error("gpu", "no NVIDIA driver installed (" + problem + ")", "gpuexpand apply --until gpu-driver");
+      } else {
+        error("gpu", problem, "nvidia-smi; dmesg | grep -i -e nvrm -e xid");
+      }
+    } else {
+      const long long count = number(gpus, "count", 0);
+      if (expected > 0 && count < expected) {
+        error("gpu", std::to_string(count) + " GPUs visible, " + std::to_string(expected) + " expected",
+              "a GPU fell off the bus (Xid 79) or is disabled: dmesg | grep -i xid; lspci | grep -i nvidia; "
+              "reseat or replace it");
+      }
+      const std::string model = text(gpus, "model"), want_model = text(want, "expected_model");
+      if (!want_model.empty() && !model.empty() && model != want_model) {
+        warning("gpu", "model " + model + ", expected " + want_model, "is this node in the right group or rack of the spec?");
+      }
+      const std::string driver = text(gpus, "driver_version"), want_driver = text(want, "driver_version");
+      if (!want_driver.empty() && !driver.empty() && driver.rfind(want_driver, 0) != 0) {
+        warning("gpu", "driver " + driver + " in use, the spec wants " + want_driver, "gpuexpand plan shows the change");
+      }
+      if (at(want, "persistence_mode").is_boolean() && at(want, "persistence_mode").get<bool>() &&
+          at(gpus, "persistence_mode").is_boolean() && !at(gpus, "persistence_mode").get<bool>()) {
+        warning("gpu", "persistence mode off", "systemctl status nvidia-persistenced (jobs pay the driver's start-up)");
+      }
+      const json& files = at(gpus, "device_files");
+      if (files.is_array() && count > 0 && static_cast<long long>(files.size()) < count) {
+        error("gpu", std::to_string(files.size()) + " of " + std::to_string(count) + " /dev/nvidia* device files",
+              "nvidia-modprobe -c 0 -u; udev rules; containers and Slurm's gres.conf name these files");
+      }
+      for (const auto& device : at(gpus, "devices")) {
+        const long long ecc = number(device, "ecc_uncorrected_volatile", 0);
+        if (ecc > 0) {
+          error("gpu", "GPU " + std::to_string(number(device, "index", -1)) + ": " + std::to_string(ecc) +
+                           " uncorrectable ECC errors",
+                "nvidia-smi -q -d ECC,ROW_REMAPPER -i " + std::to_string(number(device, "index", 0)) +
+                    "; drain the node, reset the GPU (nvidia-smi -r) or replace it");
+        }
+      }
+    }
+    if (at(want, "fabric_manager").is_boolean() && at(want, "fabric_manager").get<bool>()) {
+      const json& fm = at(at(facts_, "services"), "nvidia-fabricmanager");
+      if (fm.is_object() && !(at(fm, "active").is_boolean() && at(fm, "active").get<bool>())) {
+        error("gpu", "nvidia-fabricmanager is not running: NVLink jobs fail (CUDA error 802, system not yet initialized)",
+              "systemctl status nvidia-fabricmanager; its version must equal the driver's");
+      }
+    }
+    xids(extras);
+  }
+
+  void xids(const DoctorExtras& extras) {
+    std::map<int, int> seen;
+    for (const auto& line : extras.xid_lines) {
+      const auto close = line.find("): ");
+      if (close == std::string::npos) continue;
+      try {
+        ++seen[std::stoi(line.substr(close + 3))];
+      } catch (...) {
+      }
+    }
+    for (const auto& [code, times] : seen) {
+      const XidMeaning* meaning = nullptr;
+      for (const auto& m : kXids) {
+        if (m.code == code) meaning = &m;
+      }
+      const std::string what = "Xid " + std::to_string(code) + " in the kernel log (" + std::to_string(times) + "x)" +
+                               (meaning ? std::string(": ") + meaning->meaning : "");
+      const std::string next = "dmesg -T | grep -i xid; NVIDIA's Xid catalogue for " + std::to_string(code);
+      if (meaning && meaning->error) {
+        error("gpu", what, next);
+      } else {
+        warning("gpu", what, next);
+      }
+    }
+  }
+
+  void network() {
+    const json& want = at(settings_, "network");
+    if (!want.is_object()) return;
+    const long long default_mtu = number(want, "mtu", 0);
+    std::map<std::string, const json*> interfaces;
+    for (const auto& i : at(at(facts_, "network"), "interfaces")) interfaces[text(i, "name")] = &i;
+    for (const auto& wanted : at(want, "compute_interfaces")) {
+      const std::string name = text(wanted, "name");
+      const auto found = interfaces.find(name);
+      if (found == interfaces.end()) {
+        error("network", "compute interface " + name + " missing", "ip -br link; the NIC's driver; is " + name + " its name here?");
+        continue;
+      }
+      if (text(*found->second, "state") != "up") {
+        error("network", name + " is " + (text(*found->second, "state").empty() ? "not up" : text(*found->second, "state")),
+              "ip link set " + name + " up; ethtool " + name + " (link detected?); the cable and switch port");
+      }
+      const long long mtu = number(wanted, "mtu", default_mtu);
+      const long long have = number(*found->second, "mtu", 0);
+      if (mtu > 0 && have != mtu) {
+        error("network", "MTU " + std::to_string(have) + " on " + name + ", wanted " + std::to_string(mtu),
+              "gpuexpand apply --until rdma; along the path too: ping -M do -s " + std::to_string(mtu - 28) +
+                  " PEER (the switch ports' MTU)");
+      }
+    }
+    const std::string kind = text(at(want, "rdma"), "kind");
+    if (kind == "infiniband" || kind == "roce") {
+      const json& ports = at(at(facts_, "network"), "rdma");
+      if (!ports.is_array() || ports.empty()) {
+        error("network", "no RDMA devices (rdma.kind " + kind + ")",
+              "lsmod | grep mlx5_ib; rdma link; ibstat (rdma-core installed? gpuexpand apply --until rdma)");
+      }
+      for (const auto& port : ports) {
+        const std::string state = text(port, "state");
+        if (!state.empty() && state != "active") {  // lower case, as the rdma/ibstat parsers give it
+          const std::string id = text(port, "device") + "/" + std::to_string(number(port, "port", 1));
+          error("network", "RDMA port " + id + " is " + state,
+                state == "init" ? "no subnet manager has configured it: is opensm (or the fabric's SM) running?"
+                                : "ibstat; the cable and switch port (physical state)");
+        }
+      }
+    }
+  }
+
+  void storage() {
+    std::set<std::string> mounted;
+    for (const auto& m : at(facts_, "mounts")) mounted.insert(text(m, "target"));
+    for (const auto& mount : at(settings_, "storage")) {
+      const std::string target = text(mount, "mountpoint");
+      if (target.empty() || mounted.count(target)) continue;
+      error("storage", text(mount, "name") + ": " + target + " is not mounted",
+            "mount " + target + "; can the node reach " + text(mount, "source") + "? dmesg | tail; gpuexpand apply --until storage");
+    }
+  }
+
+  void scheduler() {
+    const json& want = at(settings_, "scheduler");
+    if (text(want, "kind") != "slurm") return;
+    const json& slurm = at(at(facts_, "scheduler"), "slurm");
+    if (!slurm.is_object()) return;
+    if (at(slurm, "slurmd_active").is_boolean() && !at(slurm, "slurmd_active").get<bool>()) {
+      error("scheduler", "slurmd is not running",
+            "systemctl status slurmd; journalctl -u slurmd -n 50; munge -n | unmunge (the munge key and clock)");
+    }
+    const std::string state = text(slurm, "node_state");
+    if (state.find("DOWN") != std::string::npos || state.find("NOT_RESPONDING") != std::string::npos) {
+      error("scheduler", "Slurm has the node " + state,
+            "scontrol show node " + node_.name + " (Reason=); is slurmd running and can it reach the controller?");
+    } else if (state.find("DRAIN") != std::string::npos) {
+      warning("scheduler", "drained in Slurm (" + state + ")",
+              "scontrol show node " + node_.name + " shows Reason=; after the fix: scontrol update nodename=" +
+                  node_.name + " state=resume");
+    }
+    if (at(slurm, "registered").is_boolean() && !at(slurm, "registered").get<bool>()) {
+      warning("scheduler", "not registered with the Slurm controller", "gpuexpand apply --until scheduler");
+    }
+  }
+
+ private:
+  const NodeSpec& node_;
+  const json& facts_;
+  const json& settings_;
+};
+
+}  // namespace
+
+std::string doctor_extras_script() {
+  // The kernel log needs root (dmesg_restrict): without it, no Xid lines.
+  return "echo \"epoch $(date +%s)\"; "
+         "dmesg 2>/dev/null | grep -F 'NVRM: Xid' | tail -n 200 | sed 's/^/xid /'; true";
+}
+
+DoctorExtras parse_doctor_extras(const std::string& output) {
+  DoctorExtras extras;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("epoch ", 0) == 0) {
+      try {
+        extras.node_epoch = std::stoll(line.substr(6));
+      } catch (...) {
+      }
+    } else if (line.rfind("xid ", 0) == 0) {
+      extras.xid_lines.push_back(line.substr(4));
+    }
+  }
+  return extras;
+}
+
+Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message, const SshSettings& ssh) {
+  const std::string address = node.address.empty() ? node.name : node.address;
+  std::string next;
+  switch (failure) {
+    case FailureKind::Unresolvable:
+      next = "getent hosts " + address + " on this machine; DNS, or give the node an address in the spec";
+      break;
+    case FailureKind::Refused:
+      // Refused also stands for "no route to host": a node switched off on the same network.
+      next = "is the node up? ping " + address + "; ipmitool chassis power status on its BMC; then: is sshd running on port " +
+             std::to_string(ssh.port) + ", a firewall?";
+      break;
+    case FailureKind::ConnectTimeout:
+      next = "is the node up? ping " + address + "; ipmitool chassis power status on its BMC; the management switch port";
+      break;
+    case FailureKind::HostKeyUnknown:
+      next = "verify its key out of band (the console), then ssh-keyscan -t ed25519 " + address + " >> " + ssh.known_hosts +
+             " or run once with --accept-new-host-keys";
+      break;
+    case FailureKind::HostKeyChanged:
+      next = "reinstalled? verify the new key out of band, then ssh-keygen -R " + address + " -f " + ssh.known_hosts;
+      break;
+    case FailureKind::AuthFailed:
+      next = "is the public key of " + (ssh.identity_file.empty() ? std::string("your key") : ssh.identity_file) +
+             " in ~" + ssh.user + "/.ssh/authorized_keys on the node?";
+      break;
+    case FailureKind::SudoPassword:
+      next = "give " + ssh.user + " NOPASSWD sudo on the node (docs/security.md lists the line)";
+      break;
+    default:
+      next = "ssh " + ssh.user + "@" + address + " true; gpuexpand -vv facts SPEC --limit " + node.name;
+  }
+  return {node.name, "connection", true, message, next};
+}
+
+std::vector<Finding> diagnose_node(const NodeSpec& node, const json& facts, const DoctorExtras& extras,
+                                   long long controller_epoch) {
+  NodeDoctor doctor(node, facts);
+  doctor.disk();
+  doctor.clock(extras, controller_epoch);
+  doctor.gpu(extras);
+  doctor.network();
+  doctor.storage();
+  doctor.scheduler();
+  return doctor.findings;
+}
+
+std::vector<Finding> diagnose_local(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
+                                    const std::string& state_path) {
+  std::vector<Finding> findings;
+  const SshSettings& ssh = spec.ssh;
+  if (!ssh.identity_file.empty() && !read_local_file(ssh.identity_file)) {
+    findings.push_back({"", "local", true, "cannot read the SSH key " + ssh.identity_file,
+                        "ls -l " + expand_home_path(ssh.identity_file) + " (the key, readable by you)"});
+  }
+  auto known = KnownHosts::load(expand_home_path(ssh.known_hosts));
+  if (!known) {
+    findings.push_back({"", "local", true, "cannot read " + ssh.known_hosts, known.error().message});
+  } else {
+    std::vector<std::string> missing;
+    for (const auto* node : nodes) {
+      const std::string address = node->address.empty() ? node->name : node->address;
+      if (known->entries_for(address, ssh.port).empty()) missing.push_back(node->name);
+    }
+    if (!missing.empty()) {
+      std::string names;
+      for (size_t i = 0; i < missing.size() && i < 8; ++i) names += (i ? ", " : "") + missing[i];
+      if (missing.size() > 8) names += ", …";
+      findings.push_back({"", "local", false,
+                          std::to_string(missing.size()) + " node(s) not in " + ssh.known_hosts + ": " + names,
+                          "first contact: verify their keys out of band, then run with --accept-new-host-keys"});
+    }
+  }
+  for (const auto& [path, digest] : spec.local_file_digests) {
+    if (digest.empty()) {
+      findings.push_back({"", "local", true, "cannot read " + path + " (named in the spec)", "ls -l " + expand_home_path(path)});
+    }
+  }
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(state_path).parent_path();
+  if (dir.empty()) dir = ".";
+  while (!dir.empty() && !fs::exists(dir) && dir != dir.parent_path()) dir = dir.parent_path();
+  if (::access(dir.c_str(), W_OK) != 0) {
+    findings.push_back({"", "local", true, "cannot write the state store's folder " + dir.string(),
+                        "apply records runs and locks in " + state_path + ": --state PATH elsewhere, or fix its permissions"});
+  }
+  return findings;
+}
+
+}  // namespace gpuexpand

@@ -1,0 +1,160 @@
+// gpuexpand doctor's findings (src/facts/doctor.cpp) on the recorded facts
+// of a lab node in service, each rule by an edit of those facts into the
+// state it looks for. The lab puts real nodes into some of these states
+// (tests/lab/apply-test.sh, "doctor").
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gpuexpand/facts/doctor.hpp"
+#include "test_support.hpp"
+
+namespace gpuexpand::testing {
+namespace {
+
+using nlohmann::json;
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto loaded = load_spec(read_source_file("examples/lab-rack.yaml"), "lab-rack.yaml");
+    ASSERT_TRUE(loaded.spec) << diagnostics_text(loaded);
+    spec_ = std::make_unique<ClusterSpec>(std::move(*loaded.spec));
+    facts_ = json::parse(read_source_file("tests/fixtures/facts/lab-in-service-plan.json"))["nodes"]["node-01"];
+    extras_.node_epoch = 1000;
+  }
+
+  std::vector<std::string> findings() const {
+    std::vector<std::string> out;
+    for (const auto& f : diagnose_node(spec_->nodes.front(), facts_, extras_, 1000)) {
+      out.push_back(std::string(f.error ? "ERROR " : "warn ") + f.area + ": " + f.what);
+    }
+    return out;
+  }
+
+  std::string next_of(const std::string& area) const {
+    for (const auto& f : diagnose_node(spec_->nodes.front(), facts_, extras_, 1000)) {
+      if (f.area == area) return f.next;
+    }
+    return "";
+  }
+
+  json& interface(const std::string& name) {
+    for (auto& i : facts_["network"]["interfaces"]) {
+      if (i["name"] == name) return i;
+    }
+    throw std::runtime_error("no interface " + name);
+  }
+
+  std::unique_ptr<ClusterSpec> spec_;
+  json facts_;
+  DoctorExtras extras_;
+};
+
+TEST_F(DoctorTest, ANodeInServiceHasNoFindings) { EXPECT_EQ(findings(), std::vector<std::string>{}); }
+
+TEST_F(DoctorTest, NetworkMtuDownAndMissing) {
+  interface("eth1")["mtu"] = 1500;
+  EXPECT_EQ(findings(), std::vector<std::string>{"ERROR network: MTU 1500 on eth1, wanted 9000"});
+  EXPECT_NE(next_of("network").find("ping -M do -s 8972 PEER"), std::string::npos) << next_of("network");
+  interface("eth1")["mtu"] = 9000;
+  interface("eth1")["state"] = "down";
+  EXPECT_EQ(findings(), std::vector<std::string>{"ERROR network: eth1 is down"});
+  interface("eth1")["name"] = "eth9";
+  EXPECT_EQ(findings(), std::vector<std::string>{"ERROR network: compute interface eth1 missing"});
+}
+
+TEST_F(DoctorTest, GpuDriverStates) {
+  facts_["gpus"] = {{"count", 0}, {"error", "NVML driver/library version mismatch (NVML library 550.144): …"},
+                    {"driver_mismatch", true}};
+  EXPECT_EQ(findings(), std::vector<std::string>{
+                            "ERROR gpu: driver/library version mismatch: the loaded kernel module is not the installed driver's"});
+  EXPECT_NE(next_of("gpu").find("reboot the node"), std::string::npos);
+  facts_["gpus"] = {{"count", 0}, {"error", "nvidia-smi cannot communicate with the NVIDIA driver: it is not installed or not loaded"}};
+  EXPECT_EQ(findings(), std::vector<std::string>{"ERROR gpu: the NVIDIA kernel module is not loaded"});
+  facts_["gpus"] = {{"count", 0}, {"error", "nvidia-smi is not installed (command not found)"}};
+  EXPECT_EQ(next_of("gpu"), "gpuexpand apply --until gpu-driver");
+}
+
+TEST_F(DoctorTest, GpuCountEccPersistenceAndDeviceFiles) {
+  facts_["gpus"]["count"] = 7;
+  facts_["gpus"]["devices"][3]["ecc_uncorrected_volatile"] = 2;
+  facts_["gpus"]["persistence_mode"] = false;
+  facts_["gpus"]["device_files"].erase(facts_["gpus"]["device_files"].size() - 1);
+  facts_["gpus"]["device_files"].erase(facts_["gpus"]["device_files"].size() - 1);
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR gpu: 7 GPUs visible, 8 expected", "warn gpu: persistence mode off",
+                                                  "ERROR gpu: 6 of 7 /dev/nvidia* device files",
+                                                  "ERROR gpu: GPU 3: 2 uncorrectable ECC errors"}));
+}
+
+TEST_F(DoctorTest, XidLinesByMeaning) {
+  extras_ = parse_doctor_extras(
+      "epoch 1000\n"
+      "xid [ 1234.5] NVRM: Xid (PCI:0000:19:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+      "xid [ 1240.1] NVRM: Xid (PCI:0000:3b:00): 13, pid=99, Graphics Exception\n"
+      "xid [ 1250.0] NVRM: Xid (PCI:0000:3b:00): 13, pid=99, Graphics Exception\n");
+  ASSERT_TRUE(extras_.node_epoch);
+  EXPECT_EQ(*extras_.node_epoch, 1000);
+  EXPECT_EQ(findings(),
+            (std::vector<std::string>{"warn gpu: Xid 13 in the kernel log (2x): graphics engine exception (often the application)",
+                                      "ERROR gpu: Xid 79 in the kernel log (1x): the GPU has fallen off the bus"}));
+}
+
+TEST_F(DoctorTest, StorageSchedulerDiskAndClock) {
+  for (auto it = facts_["mounts"].begin(); it != facts_["mounts"].end(); ++it) {
+    if ((*it)["target"] == "/mnt/shared") {
+      facts_["mounts"].erase(it);
+      break;
+    }
+  }
+  facts_["scheduler"]["slurm"]["slurmd_active"] = false;
+  facts_["scheduler"]["slurm"]["node_state"] = "IDLE+DRAIN";
+  facts_["disk_free_bytes"]["/var/lib/gpuexpand"] = 100 * 1024 * 1024;
+  extras_.node_epoch = 1000 - 400;
+  EXPECT_EQ(findings(), (std::vector<std::string>{
+                            "ERROR disk: 100 MiB free under /var/lib/gpuexpand (at least 1024 MiB needed)",
+                            "ERROR clock: clock 400 s behind this machine: munge credentials (Slurm) fail beyond 300 s",
+                            "ERROR storage: shared: /mnt/shared is not mounted", "ERROR scheduler: slurmd is not running",
+                            "warn scheduler: drained in Slurm (IDLE+DRAIN)"}));
+  EXPECT_NE(next_of("scheduler").find("journalctl -u slurmd"), std::string::npos);
+}
+
+TEST_F(DoctorTest, ConnectionFindingsSayWhatToCheck) {
+  const NodeSpec& node = spec_->nodes.front();
+  const auto next = [&](FailureKind kind) { return connection_finding(node, kind, "m", spec_->ssh).next; };
+  EXPECT_NE(next(FailureKind::ConnectTimeout).find("ping 198.18.0.11"), std::string::npos);
+  EXPECT_NE(next(FailureKind::Unresolvable).find("getent hosts 198.18.0.11"), std::string::npos);
+  EXPECT_NE(next(FailureKind::HostKeyChanged).find("ssh-keygen -R 198.18.0.11 -f ~/.gpuexpand-lab/known_hosts"),
+            std::string::npos);
+  EXPECT_NE(next(FailureKind::AuthFailed).find("~/.gpuexpand-lab/id_ed25519 in ~root/.ssh/authorized_keys"), std::string::npos);
+  EXPECT_NE(next(FailureKind::SudoPassword).find("NOPASSWD"), std::string::npos);
+  const Finding f = connection_finding(node, FailureKind::Refused, "node-01 (198.18.0.11): connection refused", spec_->ssh);
+  EXPECT_EQ(f.node, "node-01");
+  EXPECT_EQ(f.what, "node-01 (198.18.0.11): connection refused");
+  EXPECT_TRUE(f.error);
+}
+
+TEST_F(DoctorTest, ThisMachineKeyKnownHostsAndLocalFiles) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "gpuexpand-doctor-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::string dir = pattern;
+  std::ofstream(dir + "/known_hosts") << "198.18.0.11 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n";
+  spec_->ssh.identity_file = dir + "/no_such_key";
+  spec_->ssh.known_hosts = dir + "/known_hosts";
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec_->nodes) nodes.push_back(&n);
+  std::vector<std::string> got;
+  for (const auto& f : diagnose_local(*spec_, nodes, dir + "/.gpuexpand/state.db")) {
+    got.push_back(std::string(f.error ? "ERROR " : "warn ") + f.what);
+  }
+  std::filesystem::remove_all(dir);
+  ASSERT_GE(got.size(), 2u);
+  EXPECT_EQ(got[0], "ERROR cannot read the SSH key " + dir + "/no_such_key");
+  EXPECT_EQ(got[1], "warn 5 node(s) not in " + dir + "/known_hosts: node-02, node-03, node-04, node-05, node-06");
+}
+
+}  // namespace
+}  // namespace gpuexpand::testing
