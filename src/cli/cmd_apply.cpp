@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "gpuexpand/view/apply_progress.hpp"
 #include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
@@ -43,6 +44,7 @@ struct ApplyOptions : NodeCommandOptions {
   std::string until;
   bool auto_approve = false;
   std::string output = "text";  // or jsonl: the run as events (view/apply_events.hpp)
+  std::string progress = "auto";  // auto: the live block on a terminal (view/apply_progress.hpp); tty; plain
 };
 
 // Terraform's convention: apply shows what it would change and asks,
@@ -163,9 +165,24 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const int64_t run_id = begun->run_id;
   RunGuard run(**store, run_id);
 
-  const auto console =
-      events ? make_apply_events(std::cout, &utc_now_rfc3339) : make_apply_console(std::cout, context.options().quiet);
-  StoreJournal journal(**store, run_id, console.get(), &utc_now_rfc3339);
+  const bool live = !events && !context.options().quiet &&
+                    (options.progress == "tty" || (options.progress == "auto" && context.stdout_is_terminal()));
+  std::unique_ptr<ApplyProgress> progress;
+  if (live) {
+    ApplyProgressOptions shown;
+    for (const auto* node : nodes) shown.nodes.push_back(node->name);
+    for (const auto& phase : phase_order()) {
+      shown.phases.push_back(phase);
+      if (phase == options.until) break;
+    }
+    shown.stop_requested = &g_stop_requested;
+    shown.colour = context.use_color();
+    progress = make_apply_progress(std::cout, std::move(shown));
+  }
+  const auto console = events ? make_apply_events(std::cout, &utc_now_rfc3339)
+                              : (live ? nullptr : make_apply_console(std::cout, context.options().quiet));
+  RunJournal* shown_journal = live ? static_cast<RunJournal*>(progress.get()) : console.get();
+  StoreJournal journal(**store, run_id, shown_journal, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
 
   if (saved_plan) {
@@ -200,6 +217,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const bool multinode_ok =
       report.interrupted || g_stop_requested.load() || apply_multinode_check(report, *runner, nodes, journal);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (progress) progress->stop();  // its last frame stays; the summary goes below it
   journal.flush_audit();
 
   // The retry the recap offers repeats what picks the store and skips the question.
@@ -237,6 +255,10 @@ void add_apply_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-fail", options->max_fail,
                   "Start no new batch once N nodes (or N%) failed (default: rollout.max_fail)");
   add_output_option(*cmd, options->output, {"text", "jsonl"});
+  cmd->add_option("--progress", options->progress,
+                  "auto: a live view per phase on a terminal, a line per event otherwise; tty; plain")
+      ->check(CLI::IsMember({"auto", "tty", "plain"}))
+      ->capture_default_str();
   cmd->add_flag("-y,--auto-approve", options->auto_approve,
                 "Do not show the plan and ask first (needed without a terminal; a saved plan is never asked about)");
   cmd->add_option("--until", options->until,

@@ -566,4 +566,26 @@ check "  node-01 still without findings" bash -c '! grep -q "^node-01" <<<"$1"' 
 "$lab" start node-04 >/dev/null 2>&1
 sshn node-03 "echo 550.90.07 >/run/nvidia-lab/loaded-version; systemctl start slurmd"
 
+# ---------------------------------------------------------------- live progress in a terminal
+# apply in a real terminal (tmux) on node-03, which doctor left with its MTU
+# and share to fix: the screen shows the live block (a bar per phase, the
+# nodes' tally) while it runs, and after it the last frame, the summary and
+# exit 0; no line per event.
+tmux kill-session -t gxprogress 2>/dev/null
+tmux new-session -d -s gxprogress -x 180 -y 50 \
+  "'$gx' apply -y '$work/lab.yaml' --limit node-03 --state '$state' --color never; echo EXIT=\$?; sleep 120"
+for i in $(seq 1 240); do
+  tmux capture-pane -p -t gxprogress >"$work/pane.$i" 2>/dev/null
+  grep -q '^EXIT=' "$work/pane.$i" && break
+  sleep 0.5
+done
+final=$(cat "$work/pane.$i")
+tmux kill-session -t gxprogress 2>/dev/null
+check "terminal: a frame while it ran shows a phase with its bar and a running node" \
+  bash -c 'grep -lE "^  (rdma|storage|scheduler|acceptance) +\[[#.]{20}\] [0-9]/1 done, .*, 1 running$" "$1"/pane.* | grep -q .' _ "$work"
+check "  and the nodes' tally with the elapsed time" bash -c 'grep -lE "^  nodes: 0/1 finished: .* elapsed [0-9]+ s$" "$1"/pane.* | grep -q .' _ "$work"
+check "  the last frame stays: node-03 finished, changed" grep -qE "^  nodes: 1/1 finished: 1 changed, 0 unchanged, 0 failed, 0 unreachable" <<<"$final"
+check "  then the summary and exit 0" bash -c 'grep -q "^1 node: 1 changed, 0 unchanged, 0 failed" <<<"$1" && grep -q "^EXIT=0$" <<<"$1"' _ "$final"
+check "  no line per event on a terminal" bash -c '! grep -qE "^node-03  [a-z-]+  changed" <<<"$1"' _ "$final"
+
 finish
