@@ -4,11 +4,11 @@ _gpuexpand() {
   local cur=${COMP_WORDS[COMP_CWORD]} command='' i words
   for ((i = 1; i < COMP_CWORD; i++)); do
     case ${COMP_WORDS[i]} in
-      init|validate|inventory|facts|plan|apply|status|unlock|rollback|verify|doctor|logs|audit|completion|man) command=${COMP_WORDS[i]}; break ;;
+      init|validate|inventory|facts|plan|apply|status|unlock|rollback|verify|doctor|logs|audit|report|completion|man) command=${COMP_WORDS[i]}; break ;;
     esac
   done
   case $command in
-    '') words='init validate inventory facts plan apply status unlock rollback verify doctor logs audit completion man --help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    '') words='init validate inventory facts plan apply status unlock rollback verify doctor logs audit report completion man --help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     init) words='--help -h --from --spec-out --name --cluster --identity-file -i --known-hosts --key-dir --facts --save-facts --force --parallel --accept-new-host-keys --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     validate) words='--help -h --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     inventory) words='--help -h --limit -l --state --output -o --hostlist --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
@@ -22,6 +22,7 @@ _gpuexpand() {
     doctor) words='--help -h --limit -l --state --parallel --accept-new-host-keys --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     logs) words='--help -h --state --run --phase --failed --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     audit) words='--help -h --state --run --node --failed --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    report) words='--help -h --state --run --html --markdown --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     completion) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     man) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
   esac

@@ -116,6 +116,7 @@ int run_cli(int argc, char** argv) {
     cli::add_doctor_command(app, action);
     cli::add_logs_command(app, action);
     cli::add_audit_command(app, action);
+    cli::add_report_command(app, action);
     cli::add_completion_commands(app, action);
 
     if (auto unknown = unknown_command(app, argc, argv)) {

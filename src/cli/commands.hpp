@@ -95,6 +95,7 @@ void add_logs_command(CLI::App& app, Action& action);
 void add_audit_command(CLI::App& app, Action& action);
 void add_init_command(CLI::App& app, Action& action);
 void add_doctor_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
 // `completion bash|zsh` and `man`, generated from `app` (after every other command is added).
 void add_completion_commands(CLI::App& app, Action& action);
 

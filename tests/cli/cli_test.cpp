@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <filesystem>
@@ -275,6 +276,91 @@ TEST(Cli, InitDraftsASpecThatPlansNoChangesAgainstItsNode) {
   auto no_node = run_gpuexpand({"init", "--from", "root@198.18.0.11:99999"});
   EXPECT_EQ(no_node.exit_code, 1);
   EXPECT_EQ(no_node.err, "gpuexpand: error: --from root@198.18.0.11:99999: the port must be a number from 1 to 65535\n");
+}
+
+// report: one run as a page. The store holds a run of three nodes (one
+// changed, one failed with a message that looks like markup, one
+// unreachable) with acceptance figures; the HTML is escaped and complete,
+// Markdown has the grid and the failures, and headless Chromium (Debian's
+// package, scripts/setup) renders the page without console errors.
+TEST(Cli, ReportRendersARunAsHtmlAndMarkdown) {
+  const std::string dir = make_temp_dir();
+  const std::string state = dir + "/state.db";
+  {
+    auto store = StateStore::open(state);
+    ASSERT_TRUE(store);
+    RunRecord run;
+    run.command = "apply";
+    run.spec_file = "rack.yaml";
+    run.holder = "ops@elsewhere pid 1";
+    run.started_at = "2026-12-03T01:00:00Z";
+    run.nodes = {"gpu-01", "gpu-02", "gpu-03"};
+    const int64_t id = std::get<int64_t>(*(*store)->begin_run(run));
+    auto phase = [&](const std::string& node, const std::string& name, PhaseStatus status, const std::string& from,
+                     const std::string& to, const std::string& step = "", const std::string& message = "") {
+      PhaseResult r;
+      r.run_id = id;
+      r.node = node;
+      r.phase = name;
+      r.status = status;
+      r.changes = status == PhaseStatus::Succeeded ? 3 : 0;
+      r.started_at = from;
+      r.finished_at = to;
+      r.duration_s = 5;
+      r.failed_step = step;
+      r.message = message;
+      ASSERT_TRUE((*store)->record_phase(r));
+    };
+    phase("gpu-01", "os-init", PhaseStatus::Succeeded, "2026-12-03T01:00:01Z", "2026-12-03T01:00:06Z");
+    phase("gpu-01", "gpu-driver", PhaseStatus::Succeeded, "2026-12-03T01:00:06Z", "2026-12-03T01:00:40Z");
+    phase("gpu-02", "os-init", PhaseStatus::RolledBack, "2026-12-03T01:00:01Z", "2026-12-03T01:00:09Z", "base-packages",
+          "apt-get exited 100: <script>alert(1)</script> E: Unable to locate package");
+    ASSERT_TRUE((*store)->record_checks({{id, "gpu-01", "storage", CheckStatus::Pass, "/mnt/shared: 412 MB/s write", 2.0, "t"},
+                                         {id, "gpu-01", "gpu", CheckStatus::Pass, "8 x NVIDIA H200", 0.5, "t"}}));
+    ASSERT_TRUE((*store)->record_node_result(id, "gpu-01", "changed", ""));
+    ASSERT_TRUE((*store)->record_node_result(id, "gpu-02", "failed", "phase os-init"));
+    ASSERT_TRUE((*store)->record_node_result(id, "gpu-03", "unreachable", "gpu-03 (10.0.0.3): timed out"));
+    ASSERT_TRUE((*store)->finish_run(id, RunStatus::Failed, 3, "2026-12-03T01:01:00Z"));
+  }
+  auto markdown = run_gpuexpand({"report", "--state", state, "--markdown"});
+  ASSERT_EQ(markdown.exit_code, 0) << markdown.err;
+  EXPECT_NE(markdown.out.find("| gpu-01 | changed | ✓ 3 | ✓ 3 |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("| gpu-02 | failed | ✗ rolled back |"), std::string::npos) << markdown.out;
+  EXPECT_NE(markdown.out.find("- **gpu-03** unreachable: gpu-03 (10.0.0.3): timed out"), std::string::npos) << markdown.out;
+
+  const std::string page = dir + "/run.html";
+  auto written = run_gpuexpand({"report", "--state", state, "--html", page});
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  const std::string text = read_file(page);
+  EXPECT_EQ(text.find("<script"), std::string::npos) << "a message from the store is text, never markup";
+  EXPECT_NE(text.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(text.find("<td class=\"failed\" title=\"base-packages: apt-get exited 100"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n') > 20, true);
+  size_t bars = 0;
+  for (size_t at = text.find("<rect class=\"phase\""); at != std::string::npos; at = text.find("<rect class=\"phase\"", at + 1)) ++bars;
+  EXPECT_EQ(bars, 3u) << "a timeline bar per phase result";
+  EXPECT_NE(text.find("<h3>storage (MB/s)</h3>"), std::string::npos) << "the storage figure as a chart";
+  EXPECT_EQ(text.find("http"), text.find("http://www.w3.org/2000/svg")) << "nothing fetched: the only URL is SVG's namespace";
+
+  auto none = run_gpuexpand({"report", "--state", state});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "gpuexpand: error: report: give --html FILE or --markdown\n");
+
+  if (std::system("command -v chromium >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "chromium is not installed (scripts/setup installs Debian's chromium): the page was not rendered";
+  }
+  const std::string png = dir + "/run.png", log = dir + "/chromium.log", dom = dir + "/dom.html";
+  const std::string chromium = "chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --user-data-dir=" + dir +
+                               "/profile --enable-logging=stderr --v=0 ";
+  ASSERT_EQ(std::system((chromium + "--window-size=1200,900 --screenshot=" + png + " file://" + page + " >" + log + " 2>&1").c_str()), 0)
+      << read_file(log);
+  EXPECT_GT(std::filesystem::file_size(png), 10000u) << "a blank screenshot is a few hundred bytes";
+  EXPECT_EQ(read_file(log).find("CONSOLE"), std::string::npos) << read_file(log);
+  ASSERT_EQ(std::system((chromium + "--dump-dom file://" + page + " >" + dom + " 2>" + log).c_str()), 0) << read_file(log);
+  const std::string rendered = read_file(dom);
+  EXPECT_NE(rendered.find("Nodes and phases"), std::string::npos);
+  EXPECT_NE(rendered.find("gpu-03"), std::string::npos);
+  EXPECT_EQ(read_file(log).find("CONSOLE"), std::string::npos) << read_file(log);
 }
 
 // audit: who ran what where, from the store alone; filters by run, node

@@ -61,6 +61,9 @@ check "first apply: each node pinged a peer's spec address over eth1, 9000 bytes
 check "first apply: the multi-node job ran over the three nodes" \
   grep -q "acceptance  pass multinode: one job ran on 3 nodes" <<<"$out"
 check "no acceptance hold left" on node-01 "No reservations in the system" "scontrol show reservation"
+"$gx" report --state "$state" --html "$work/run.html" 2>/dev/null
+check "report --html: the first apply's grid has the three nodes changed in every phase" \
+  test "$(grep -c '<td>node-0[1-3]</td><td>changed</td>' "$work/run.html") $(grep -o '<td class="changed"' "$work/run.html" | wc -l)" = "3 21"
 
 # ---------------------------------------------------------------- idempotent
 out=$("$gx" apply -y "$work/lab.yaml" --limit 'node-[01-03]' --state "$state" 2>&1)
