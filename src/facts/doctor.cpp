@@ -224,6 +224,7 @@ class NodeDoctor {
                   " PEER (the switch ports' MTU)");
       }
     }
+    nccl(want, interfaces);
     const std::string kind = text(at(want, "rdma"), "kind");
     if (kind == "infiniband" || kind == "roce") {
       const json& ports = at(at(facts_, "network"), "rdma");
@@ -243,11 +244,81 @@ class NodeDoctor {
     }
   }
 
+  // /etc/nccl.conf as the spec wants it, and the interfaces and HCAs it names present here.
+  void nccl(const json& network, const std::map<std::string, const json*>& interfaces) {
+    const json& env = at(at(network, "nccl"), "env");
+    if (env.is_object() && !env.empty()) {
+      const json& conf = at(at(facts_, "files"), "/etc/nccl.conf");
+      const std::string content = text(conf, "content");
+      std::map<std::string, std::string> written;
+      std::istringstream in(content);
+      for (std::string line; std::getline(in, line);) {
+        const auto eq = line.find('=');
+        if (eq != std::string::npos && line[0] != '#') written[line.substr(0, eq)] = line.substr(eq + 1);
+      }
+      for (const auto& [key, value] : env.items()) {
+        const std::string wanted = value.is_string() ? value.get<std::string>() : value.dump();
+        if (!conf.is_object() || !at(conf, "exists").is_boolean()) continue;  // not asked for: nothing to say
+        const auto it = written.find(key);
+        if (!at(conf, "exists").get<bool>() || it == written.end()) {
+          warning("network", key + " is not in /etc/nccl.conf (the spec sets " + wanted + ")", "gpuexpand apply --until rdma");
+        } else if (it->second != wanted) {
+          warning("network", key + "=" + it->second + " in /etc/nccl.conf, the spec wants " + wanted,
+                  "gpuexpand apply --until rdma; jobs may also set it in their environment");
+        }
+        if (key == "NCCL_SOCKET_IFNAME") {
+          for (const auto& name : split_list(wanted)) {
+            if (!name.empty() && name[0] != '^' && name[0] != '=' && !interfaces.count(name)) {
+              error("network", "NCCL_SOCKET_IFNAME names " + name + ", which this node does not have",
+                    "ip -br link; NCCL falls back to another interface or fails to bootstrap");
+            }
+          }
+        }
+        if (key == "NCCL_IB_HCA") {
+          std::set<std::string> devices;
+          for (const auto& port : at(at(facts_, "network"), "rdma")) devices.insert(text(port, "device"));
+          for (const auto& name : split_list(wanted)) {
+            const std::string device = name.substr(0, name.find(':'));
+            if (!device.empty() && device[0] != '^' && device[0] != '=' && !devices.count(device)) {
+              error("network", "NCCL_IB_HCA names " + device + ", which this node does not have",
+                    "rdma link; ibstat (the HCA names differ between node models)");
+            }
+          }
+        }
+      }
+    }
+    const std::string topology = text(at(network, "nccl"), "topology_file");
+    const json& topo = at(at(facts_, "files"), topology);
+    if (!topology.empty() && topo.is_object() && at(topo, "exists").is_boolean() && !at(topo, "exists").get<bool>()) {
+      error("network", "the NCCL topology file " + topology + " is missing", "gpuexpand apply --until rdma copies it");
+    }
+  }
+
+  static std::vector<std::string> split_list(const std::string& value) {
+    std::vector<std::string> out;
+    std::istringstream in(value);
+    for (std::string item; std::getline(in, item, ',');) out.push_back(item);
+    return out;
+  }
+
   void storage() {
     std::set<std::string> mounted;
     for (const auto& m : at(facts_, "mounts")) mounted.insert(text(m, "target"));
+    std::map<std::string, std::string> fstab_options;
+    for (const auto& e : at(facts_, "fstab")) fstab_options[text(e, "target")] = text(e, "options");
     for (const auto& mount : at(settings_, "storage")) {
       const std::string target = text(mount, "mountpoint");
+      std::string wanted;
+      const json& options = at(mount, "options");
+      if (options.is_string()) wanted = options.get<std::string>();
+      for (const auto& o : options.is_array() ? options : json::array()) {
+        if (o.is_string()) wanted += (wanted.empty() ? "" : ",") + o.get<std::string>();
+      }
+      if (const auto it = fstab_options.find(target); it != fstab_options.end() && !wanted.empty() &&
+                                                       text(mount, "type") != "bind" && it->second != wanted) {
+        warning("storage", text(mount, "name") + ": fstab mounts " + target + " with " + it->second + ", the spec wants " + wanted,
+                "gpuexpand plan shows the change; options such as nconnect, rsize or noatime set throughput");
+      }
       if (target.empty() || mounted.count(target)) continue;
       error("storage", text(mount, "name") + ": " + target + " is not mounted",
             "mount " + target + "; can the node reach " + text(mount, "source") + "? dmesg | tail; gpuexpand apply --until storage");
@@ -274,6 +345,48 @@ class NodeDoctor {
     }
     if (at(slurm, "registered").is_boolean() && !at(slurm, "registered").get<bool>()) {
       warning("scheduler", "not registered with the Slurm controller", "gpuexpand apply --until scheduler");
+      return;
+    }
+    const json& slurm_spec = at(want, "slurm");
+    std::string wanted_gres;
+    for (const auto& g : at(slurm_spec, "gres")) {
+      if (g.is_string()) wanted_gres += (wanted_gres.empty() ? "" : ",") + g.get<std::string>();
+    }
+    const std::string gres = text(slurm, "gres");
+    if (!wanted_gres.empty() && !gres.empty() && gres != wanted_gres) {
+      warning("scheduler", "Slurm has GRES " + gres + ", the spec wants " + wanted_gres,
+              "gpuexpand apply --until scheduler; scontrol show node " + node_.name + " | grep -i gres");
+    }
+    // A GRES count above the GPUs visible: jobs asking for all of them never start.
+    const long long visible = number(at(facts_, "gpus"), "count", -1);
+    const auto colon = gres.rfind(':');
+    const bool gpu_error = !text(at(facts_, "gpus"), "error").empty();  // the gpu finding says it already
+    if (!gpu_error && gres.rfind("gpu", 0) == 0 && colon != std::string::npos && visible >= 0 &&
+        gres.find(',') == std::string::npos) {
+      try {
+        const long long offered = std::stoll(gres.substr(colon + 1));
+        if (offered > visible) {
+          error("scheduler", "Slurm offers " + std::to_string(offered) + " GPUs (GRES " + gres + "), " + std::to_string(visible) +
+                                 " are visible",
+                "jobs asking for " + std::to_string(offered) + " GPUs fail or hang: find the missing GPU (gpu findings above) "
+                "or lower the GRES until it is back");
+        }
+      } catch (...) {
+      }
+    }
+    std::set<std::string> features, wanted_features;
+    for (const auto& f : at(slurm, "features")) {
+      if (f.is_string()) features.insert(f.get<std::string>());
+    }
+    for (const auto& f : at(slurm_spec, "features")) {
+      if (f.is_string()) wanted_features.insert(f.get<std::string>());
+    }
+    if (at(slurm, "features").is_array() && at(slurm_spec, "features").is_array() && features != wanted_features) {
+      std::string have, wanted;
+      for (const auto& f : features) have += (have.empty() ? "" : ",") + f;
+      for (const auto& f : wanted_features) wanted += (wanted.empty() ? "" : ",") + f;
+      warning("scheduler", "Slurm has features " + (have.empty() ? "(none)" : have) + ", the spec wants " + wanted,
+              "jobs with --constraint miss this node: gpuexpand apply --until scheduler");
     }
   }
 

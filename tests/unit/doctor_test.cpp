@@ -87,7 +87,8 @@ TEST_F(DoctorTest, GpuCountEccPersistenceAndDeviceFiles) {
   facts_["gpus"]["device_files"].erase(facts_["gpus"]["device_files"].size() - 1);
   EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR gpu: 7 GPUs visible, 8 expected", "warn gpu: persistence mode off",
                                                   "ERROR gpu: 6 of 7 /dev/nvidia* device files",
-                                                  "ERROR gpu: GPU 3: 2 uncorrectable ECC errors"}));
+                                                  "ERROR gpu: GPU 3: 2 uncorrectable ECC errors",
+                                                  "ERROR scheduler: Slurm offers 8 GPUs (GRES gpu:8), 7 are visible"}));
 }
 
 TEST_F(DoctorTest, XidLinesByMeaning) {
@@ -120,6 +121,32 @@ TEST_F(DoctorTest, StorageSchedulerDiskAndClock) {
                             "ERROR storage: shared: /mnt/shared is not mounted", "ERROR scheduler: slurmd is not running",
                             "warn scheduler: drained in Slurm (IDLE+DRAIN)"}));
   EXPECT_NE(next_of("scheduler").find("journalctl -u slurmd"), std::string::npos);
+}
+
+TEST_F(DoctorTest, NcclSettingsAndTheDevicesTheyName) {
+  json settings = *spec_->nodes.front().settings;
+  settings["network"]["nccl"] = {{"env", {{"NCCL_SOCKET_IFNAME", "ib0"}, {"NCCL_IB_HCA", "mlx5_0:1"}, {"NCCL_DEBUG", "WARN"}}},
+                                 {"topology_file", "/etc/nccl-topo.xml"}};
+  spec_->nodes.front().settings = std::make_shared<const json>(settings);
+  facts_["files"]["/etc/nccl.conf"] = {{"exists", true}, {"content", "NCCL_SOCKET_IFNAME=eth1\nNCCL_IB_HCA=mlx5_0:1\n"}};
+  facts_["files"]["/etc/nccl-topo.xml"] = {{"exists", false}};
+  EXPECT_EQ(findings(), (std::vector<std::string>{
+                            "warn network: NCCL_DEBUG is not in /etc/nccl.conf (the spec sets WARN)",
+                            "ERROR network: NCCL_IB_HCA names mlx5_0, which this node does not have",
+                            "warn network: NCCL_SOCKET_IFNAME=eth1 in /etc/nccl.conf, the spec wants ib0",
+                            "ERROR network: NCCL_SOCKET_IFNAME names ib0, which this node does not have",
+                            "ERROR network: the NCCL topology file /etc/nccl-topo.xml is missing"}));
+}
+
+TEST_F(DoctorTest, MountOptionsGresAndFeaturesAsTheSpecWantsThem) {
+  facts_["fstab"][0]["options"] = "allow_other";
+  facts_["scheduler"]["slurm"]["gres"] = "gpu:4";
+  facts_["scheduler"]["slurm"]["features"] = {"h200"};
+  EXPECT_EQ(findings(), (std::vector<std::string>{
+                            "warn storage: shared: fstab mounts /mnt/shared with allow_other, the spec wants "
+                            "allow_other,reconnect,IdentityFile=/root/.ssh/id_ed25519",
+                            "warn scheduler: Slurm has GRES gpu:4, the spec wants gpu:8",
+                            "warn scheduler: Slurm has features h200, the spec wants h200,lab"}));
 }
 
 TEST_F(DoctorTest, ConnectionFindingsSayWhatToCheck) {
