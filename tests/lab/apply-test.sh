@@ -573,10 +573,11 @@ sshn node-03 "echo 550.90.07 >/run/nvidia-lab/loaded-version; systemctl start sl
 # apply in a real terminal (tmux) on node-03, which doctor left with its MTU
 # and share to fix: the screen shows the live block (a bar per phase, the
 # nodes' tally) while it runs, and after it the last frame, the summary and
-# exit 0; no line per event.
+# exit 0; no line per event. The playbooks of "signals mid-phase" (a 4 s
+# step in storage) keep a phase running long enough to be seen for sure.
 tmux kill-session -t gxprogress 2>/dev/null
 tmux new-session -d -s gxprogress -x 180 -y 50 \
-  "'$gx' apply -y '$work/lab.yaml' --limit node-03 --state '$state' --color never; echo EXIT=\$?; sleep 120"
+  "'$gx' --data-dir '$work' apply -y '$work/lab.yaml' --limit node-03 --state '$state' --color never; echo EXIT=\$?; sleep 120"
 for i in $(seq 1 240); do
   tmux capture-pane -p -t gxprogress >"$work/pane.$i" 2>/dev/null
   grep -q '^EXIT=' "$work/pane.$i" && break
