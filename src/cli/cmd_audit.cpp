@@ -32,17 +32,12 @@ int run_audit(Context&, const AuditOptions& options) {
     nodes.insert(nodes.end(), expanded->begin(), expanded->end());
   }
   const std::string path = store_to_read(options.state, options.spec);
-  auto store = StateStore::open_existing(path);  // an audit of a store that is not there is a wrong path
-  if (!store) throw CommandFailed{kExitError, store.error().message};
-  if (options.run > 0) {
-    auto run = (*store)->run(options.run);
-    if (!run) throw CommandFailed{kExitError, run.error().message};
-    if (!*run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + path};
+  auto store = open_existing_store(path);
+  if (options.run > 0 && !checked(store->run(options.run))) {
+    throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + path};
   }
-  auto trail = (*store)->audit_trail(options.run, nodes);
-  if (!trail) throw CommandFailed{kExitError, trail.error().message};
   std::vector<AuditEntry> shown;
-  for (auto& entry : *trail) {
+  for (auto& entry : checked(store->audit_trail(options.run, nodes))) {
     const bool ok = entry.failure == "ok" && entry.exit_code == 0;
     if (!options.failed || !ok) shown.push_back(std::move(entry));
   }

@@ -19,20 +19,13 @@ struct ReportOptions {
   bool markdown = false;
 };
 
-template <class T>
-T checked(Result<T> result) {
-  if (!result) throw CommandFailed{kExitError, result.error().message};
-  return std::move(result.value());
-}
-
 int run_report(Context&, const ReportOptions& options) {
   if (options.html.empty() == !options.markdown) throw CommandFailed{kExitError, "report: give --html FILE or --markdown"};
   const std::string path = store_to_read(options.state, options.spec);
-  auto store = StateStore::open_existing(path);
-  if (!store) throw CommandFailed{kExitError, store.error().message};
+  auto store = open_existing_store(path);
   int64_t id = options.run;
   if (id == 0) {  // the newest run that changed nodes: apply, else rollback
-    for (const auto& r : checked((*store)->runs(0))) {
+    for (const auto& r : checked(store->runs(0))) {
       if (r.command == "apply" || r.command == "rollback") {
         id = r.id;
         break;
@@ -40,14 +33,14 @@ int run_report(Context&, const ReportOptions& options) {
     }
     if (id == 0) throw CommandFailed{kExitError, "no apply or rollback run in " + path + " (--run ID for another)"};
   }
-  auto run = checked((*store)->run(id));
+  auto run = checked(store->run(id));
   if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(id) + " in " + path};
   RunReportData data;
   data.run = *run;
-  data.phases = checked((*store)->phase_results(id));
-  data.checks = checked((*store)->checks_of_run(id));
-  data.nodes = checked((*store)->node_outcomes(id));
-  data.commands = checked((*store)->audit(id)).size();
+  data.phases = checked(store->phase_results(id));
+  data.checks = checked(store->checks_of_run(id));
+  data.nodes = checked(store->node_outcomes(id));
+  data.commands = checked(store->audit(id)).size();
   data.phase_order = phase_order();
   if (options.markdown) {
     std::cout << run_report_markdown(data);

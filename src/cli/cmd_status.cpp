@@ -30,23 +30,10 @@ struct UnlockOptions {
   std::vector<std::string> limits;
 };
 
-// status and unlock only look at (or release) what a run left: a store
-// that is not there is a wrong path, not an empty history.
-std::unique_ptr<StateStore> open_store(const std::string& path) {
-  auto store = StateStore::open_existing(path);
-  if (!store) throw CommandFailed{kExitError, store.error().message};
-  return std::move(store.value());
-}
-
-template <class T>
-T checked(Result<T> result) {
-  if (!result) throw CommandFailed{kExitError, result.error().message};
-  return std::move(result.value());
-}
 
 int run_status(Context&, const StatusOptions& options) {
   const std::string state = store_to_read(options.state, options.spec);
-  auto store = open_store(state);
+  auto store = open_existing_store(state);
   if (options.run > 0) {
     auto run = checked(store->run(options.run));
     if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + state};
@@ -101,7 +88,7 @@ int run_unlock(Context& context, const UnlockOptions& options) {
     if (!selected) throw CommandFailed{kExitError, selected.error().message};
     for (const auto* node : selected.value()) nodes.push_back(node->name);
   }
-  auto store = open_store(store_to_read(options.state, options.spec));
+  auto store = open_existing_store(store_to_read(options.state, options.spec));
   const auto released = checked(store->force_unlock(nodes, lock_holder_identity(), utc_now_rfc3339()));
   std::cout << unlock_text(released, !nodes.empty());
   return kExitOk;

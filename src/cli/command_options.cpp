@@ -25,6 +25,12 @@ std::string store_to_read(const std::string& state_option, const std::string& sp
   return spec_path.empty() ? ".gpuexpand/state.db" : default_state_path(spec_path);
 }
 
+std::unique_ptr<StateStore> open_existing_store(const std::string& path) {
+  auto store = StateStore::open_existing(path);
+  if (!store) throw CommandFailed{kExitError, store.error().message};
+  return std::move(store.value());
+}
+
 void add_node_options(CLI::App& command, NodeCommandOptions& options, const NodeCommandHelp& help) {
   command.add_option("SPEC", options.spec, help.spec)->required()->check(CLI::ExistingFile);
   command.add_option(help.limit_names, options.limits, "Select nodes (see inventory --help)")->allow_extra_args(false);

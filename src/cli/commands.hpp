@@ -10,10 +10,22 @@
 #include <vector>
 
 #include "context.hpp"
+#include "gpuexpand/util/exit_codes.hpp"
 
 namespace gpuexpand::cli {
 
 using Action = std::function<int(Context&)>;
+
+// The store a command that only reads it (status, unlock, audit, report)
+// looks at: one that is not there is a wrong path, not an empty history.
+std::unique_ptr<StateStore> open_existing_store(const std::string& path);
+
+// A store query's value, or CommandFailed with its message.
+template <class T>
+T checked(Result<T> result) {
+  if (!result) throw CommandFailed{kExitError, result.error().message};
+  return std::move(result.value());
+}
 
 // Once the command line parsed: `run(context, *options)` is the action.
 template <class Options>
