@@ -15,22 +15,15 @@
 
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/local_file.hpp"
+#include "json_read.hpp"
 
 namespace gpuexpand {
 namespace {
 
 using nlohmann::json;
 
-const json& at(const json& j, const std::string& key) {
-  static const json null;
-  const auto it = j.is_object() ? j.find(key) : j.end();
-  return it == j.end() ? null : *it;
-}
-
-std::string text(const json& j, const std::string& key) {
-  const json& v = at(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
+using facts_json::at;
+using facts_json::text;
 
 long long number(const json& j, const std::string& key, long long otherwise) {
   const json& v = at(j, key);

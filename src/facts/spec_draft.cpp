@@ -14,6 +14,7 @@
 #include "gpuexpand/steps/package_source.hpp"
 #include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/openpgp.hpp"
+#include "json_read.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -24,16 +25,8 @@ std::string q(const std::string& text) {  // a YAML (JSON) double-quoted scalar;
   return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string text_at(const json& j, const std::string& key) {
-  const auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+using facts_json::at;
 
-const json& at(const json& j, const std::string& key) {
-  static const json null;
-  const auto it = j.is_object() ? j.find(key) : j.end();
-  return it == j.end() ? null : *it;
-}
 
 std::string installed_version(const json& facts, const std::string& package) {
   const json& v = at(at(facts, "packages"), package);
@@ -137,7 +130,7 @@ class Writer {
     out_ << "\n  # Phase os-init.\n  os:\n";
     const auto before = out_.tellp();
     repositories();
-    const std::string tz = text_at(facts_, "timezone");
+    const std::string tz = facts_json::text(facts_, "timezone");
     if (!tz.empty()) out_ << "    timezone: " << q(tz) << "\n";
     const auto servers = ntp_servers();
     if (!servers.empty()) {
@@ -267,12 +260,12 @@ class Writer {
     const json& count = at(gpus, "count");
     if (!count.is_number_integer() || count.get<int>() == 0) {
       out_ << "\n  # Phase gpu-driver: no GPU seen on " << source_.node;
-      const std::string error = text_at(gpus, "error");
+      const std::string error = facts_json::text(gpus, "error");
       out_ << (error.empty() ? "" : " (" + error + ")") << "; nothing drafted.\n";
       return;
     }
     out_ << "\n  # Phase gpu-driver.\n  gpu:\n";
-    const std::string driver = text_at(gpus, "driver_version");
+    const std::string driver = facts_json::text(gpus, "driver_version");
     if (!driver.empty()) out_ << "    driver_version: " << q(driver) << "\n";
     const auto branch_drivers = installed_with_prefix(facts_, "nvidia-driver-");
     const bool cuda_drivers = !installed_with_prefix(facts_, "cuda-drivers-").empty();
@@ -289,7 +282,7 @@ class Writer {
     if (const json& p = at(gpus, "persistence_mode"); p.is_boolean()) {
       out_ << "    persistence_mode: " << (p.get<bool>() ? "true" : "false") << "\n";
     }
-    const std::string model = text_at(gpus, "model");
+    const std::string model = facts_json::text(gpus, "model");
     if (!model.empty()) out_ << "    expected_model: " << q(model) << "\n";
     out_ << "    expected_count: " << count.get<int>() << "\n";
     cover("gpu-driver");
@@ -312,13 +305,13 @@ class Writer {
   void network() {
     std::vector<const json*> compute;
     for (const auto& i : at(at(facts_, "network"), "interfaces")) {
-      const std::string name = text_at(i, "name");
-      if (name.empty() || virtual_interface(name) || management(i) || text_at(i, "state") != "up") continue;
+      const std::string name = facts_json::text(i, "name");
+      if (name.empty() || virtual_interface(name) || management(i) || facts_json::text(i, "state") != "up") continue;
       compute.push_back(&i);
     }
     std::string kind = "none";
     for (const auto& port : at(at(facts_, "network"), "rdma")) {
-      const std::string layer = text_at(port, "link_layer");
+      const std::string layer = facts_json::text(port, "link_layer");
       if (layer == "infiniband") kind = "infiniband";
       if (layer == "ethernet" && kind == "none") kind = "roce";
     }
@@ -332,11 +325,11 @@ class Writer {
     if (!compute.empty()) {
       out_ << "    compute_interfaces:\n";
       for (const auto* i : compute) {
-        out_ << "      - name: " << q(text_at(*i, "name")) << "\n";
+        out_ << "      - name: " << q(facts_json::text(*i, "name")) << "\n";
         if (mtus.size() > 1 && at(*i, "mtu").is_number_integer()) out_ << "        mtu: " << at(*i, "mtu").get<int>() << "\n";
         for (const auto& a : at(*i, "addresses")) {
           if (a.is_string() && a.get<std::string>().find(':') == std::string::npos) {
-            compute_addresses_[text_at(*i, "name")] = a.get<std::string>();
+            compute_addresses_[facts_json::text(*i, "name")] = a.get<std::string>();
             break;
           }
         }
@@ -352,7 +345,7 @@ class Writer {
     std::ostringstream entries;
     std::set<std::string> names;
     for (const auto& e : at(facts_, "fstab")) {
-      const std::string fstype = text_at(e, "fstype"), target = text_at(e, "target"), source = text_at(e, "source");
+      const std::string fstype = facts_json::text(e, "fstype"), target = facts_json::text(e, "target"), source = facts_json::text(e, "source");
       const auto type = kTypes.find(fstype);
       if (type == kTypes.end()) {
         if (fstype == "nfs4" || fstype == "ceph" || fstype == "sshfs") {
@@ -371,7 +364,7 @@ class Writer {
       while (!names.insert(name).second) name += "-2";
       entries << "    - name: " << q(name) << "\n      type: " << type->second << "\n      source: " << q(source)
               << "\n      mountpoint: " << q(target) << "\n";
-      const std::string options = text_at(e, "options");
+      const std::string options = facts_json::text(e, "options");
       if (!options.empty() && options != "defaults") {
         std::vector<std::string> list_items;
         std::istringstream in(options);
