@@ -27,7 +27,6 @@ std::string q(const std::string& text) {  // a YAML (JSON) double-quoted scalar;
 
 using facts_json::at;
 
-
 std::string installed_version(const json& facts, const std::string& package) {
   const json& v = at(at(facts, "packages"), package);
   return v.is_string() ? v.get<std::string>() : std::string();
