@@ -35,12 +35,37 @@ void SshRunner::Impl::start_connect(Connection& c) {
   ::freeaddrinfo(found);
   c.connect_deadline = Clock::now() + options.connect_timeout;
   c.stage = Stage::Connecting;
+  window.started();
+  c.in_window = true;
   if (connected != 0 && saved != EINPROGRESS) {
     connect_failed(c, saved);
   }
 }
 
+void SshRunner::Impl::leave_window(Connection& c, bool logged_in) {
+  if (!c.in_window) return;
+  c.in_window = false;
+  window.finished(logged_in);
+}
+
+bool SshRunner::Impl::retry_handshake(Connection& c) {
+  if (c.via >= 0 || c.attempts + 1 >= options.handshake_attempts) return false;
+  ++c.attempts;
+  ++handshake_retries;
+  window.overloaded();
+  teardown(c, false);  // back to Idle, its place in the window freed
+  jitter_state ^= jitter_state << 13;
+  jitter_state ^= jitter_state >> 17;
+  jitter_state ^= jitter_state << 5;
+  const double jitter = static_cast<double>(jitter_state % 1000) / 1000.0;
+  c.retry_at = Clock::now() + milliseconds(handshake_retry_delay_ms(c.attempts, jitter));
+  return true;
+}
+
 void SshRunner::Impl::connect_failed(Connection& c, int error) {
+  // Nothing listening (sshd restarting) or the connection dropped at once
+  // (a full MaxStartups): worth another try after a pause.
+  if ((error == ECONNREFUSED || error == ECONNRESET) && retry_handshake(c)) return;
   const std::string port = c.endpoint.port == 22 ? "" : " port " + std::to_string(c.endpoint.port);
   if (error == ECONNREFUSED) {
     fail_connection(c, FailureKind::Refused, who(c) + ": connection refused" + port);
@@ -86,7 +111,13 @@ void SshRunner::Impl::step_handshake(Connection& c) {
   const int rc = libssh2_session_handshake(c.session, session_socket(c));
   if (rc == LIBSSH2_ERROR_EAGAIN) return;
   if (rc != 0) {
-    fail_connection(c, FailureKind::Protocol, who(c) + ": SSH handshake failed: " + last_error(c.session));
+    // The server closed or reset the connection before the key exchange
+    // finished: what an sshd over its MaxStartups does.
+    const bool dropped = rc == LIBSSH2_ERROR_SOCKET_DISCONNECT || rc == LIBSSH2_ERROR_SOCKET_RECV ||
+                         rc == LIBSSH2_ERROR_SOCKET_SEND || rc == LIBSSH2_ERROR_BANNER_RECV;
+    const std::string reason = last_error(c.session);
+    if (dropped && retry_handshake(c)) return;
+    fail_connection(c, FailureKind::Protocol, who(c) + ": SSH handshake failed: " + reason);
     return;
   }
   if (!verify_host_key(c)) return;
@@ -164,6 +195,8 @@ void SshRunner::Impl::step_authenticating(Connection& c) {
     fail_connection(c, FailureKind::AuthFailed, auth_failure_message(c, rc));
     return;
   }
+  leave_window(c, true);
+  c.attempts = 0;
   c.stage = Stage::Ready;
 }
 

@@ -26,11 +26,14 @@ void SshRunner::Impl::step(Connection& c) {
         step_job(c);
       }
       break;
-    case Stage::Idle:
+    case Stage::Idle: {
       // First use, or the session was dropped after a timeout or a lost
-      // connection: (re)connect for the queued work.
-      if (front_due(c.queue, Clock::now())) start_connect(c);
+      // connection: (re)connect for the queued work, when a place in the
+      // handshake window is free and any backoff is over.
+      const auto now = Clock::now();
+      if (front_due(c.queue, now) && now >= c.retry_at && (c.via >= 0 || window.may_start())) start_connect(c);
       break;
+    }
     case Stage::WaitingForBastion:
     case Stage::Tunnelling:
       break;  // the bastion moves these on (service_bastion)
@@ -123,7 +126,12 @@ void SshRunner::Impl::run() {
     }
     for (auto& c : nodes) {
       if (c.active && !c.queue.empty() && c.channel_stage == ChannelStage::Done) {
-        next_deadline = std::min(next_deadline, c.queue.front().not_before);
+        // A node waiting for a place in the handshake window is woken by
+        // the handshakes in flight, not by a deadline (that would spin).
+        if (c.stage == Stage::Idle && c.via < 0 && !window.may_start()) continue;
+        const auto due = c.stage == Stage::Idle ? std::max(c.queue.front().not_before, c.retry_at)
+                                                : c.queue.front().not_before;
+        next_deadline = std::min(next_deadline, due);
       }
     }
     const auto wait = std::chrono::duration_cast<milliseconds>(next_deadline - Clock::now());

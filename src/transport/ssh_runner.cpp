@@ -10,7 +10,9 @@ std::string wrap_for_become(const std::string& command, bool become_sudo) {
   return become_sudo ? "sudo -n -- sh -c " + shell_quote(command) : command;
 }
 
-SshRunner::Impl::Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts) : options(std::move(opts)) {
+SshRunner::Impl::Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts)
+    : options(std::move(opts)),
+      window(options.max_handshakes > 0 ? options.max_handshakes : std::max<size_t>(options.parallel, 1)) {
   init_libssh2_once();
   nodes.resize(endpoints.size());
   for (size_t i = 0; i < endpoints.size(); ++i) {
@@ -82,6 +84,7 @@ int SshRunner::Impl::session_socket(const Connection& c) const {
 }
 
 void SshRunner::Impl::teardown(Connection& c, bool polite) {
+  leave_window(c, false);
   // Behind a bastion: make the tunnel fail first, so that freeing the
   // session does not wait for an answer that nobody will carry.
   if (c.tunnel) c.tunnel->dead = true;
@@ -135,6 +138,7 @@ void SshRunner::Impl::teardown(Connection& c, bool polite) {
 void SshRunner::Impl::fail_connection(Connection& c, FailureKind kind, const std::string& message) {
   c.failure = kind;
   c.failure_message = message;
+  c.attempts = 0;  // work submitted later (a reboot wait) gets fresh tries
   teardown(c, false);
   c.stage = Stage::Failed;
   fail_queue(c);
@@ -201,5 +205,7 @@ void SshRunner::connect(size_t node) {
 }
 
 void SshRunner::run() { impl_->run(); }
+
+size_t SshRunner::handshake_retries() const { return impl_->handshake_retries; }
 
 }  // namespace gpuexpand

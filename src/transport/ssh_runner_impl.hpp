@@ -26,6 +26,7 @@
 #include <optional>
 
 #include "bastion.hpp"
+#include "gpuexpand/transport/handshake_window.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
@@ -144,6 +145,12 @@ struct Connection {
   std::string out, err;
   Clock::time_point started{}, deadline{};
   bool active = false;  // counts against --parallel
+
+  // Direct connections: holds a place in the handshake window (from the
+  // TCP connect until logged in or torn down).
+  bool in_window = false;
+  int attempts = 0;               // refused or reset handshakes in a row
+  Clock::time_point retry_at{};   // not before this (backoff after a reset)
 };
 
 // One session to a bastion, shared by every node behind it.
@@ -174,6 +181,9 @@ struct SshRunner::Impl {
   std::vector<Bastion> bastions;
   KnownHosts known_hosts;
   std::optional<std::string> known_hosts_error;
+  HandshakeWindow window;
+  size_t handshake_retries = 0;
+  unsigned jitter_state = 0x9e3779b9u;  // xorshift: backoff jitter, no global RNG
 
   Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts);
 
@@ -207,6 +217,13 @@ struct SshRunner::Impl {
   void start_connect(Connection& c);
 
   void connect_failed(Connection& c, int error);
+
+  // Frees c's place in the handshake window (logged in, or given up).
+  void leave_window(Connection& c, bool logged_in);
+
+  // A refused or reset handshake: try again after a backoff, when attempts
+  // are left. False when the failure stands.
+  bool retry_handshake(Connection& c);
 
   void step_connecting(Connection& c);
 

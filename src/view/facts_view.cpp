@@ -165,9 +165,14 @@ std::string consistency_text(const ConsistencyReport& report, const std::string&
   return out;
 }
 
-std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds) {
-  char timing[64];
-  std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
+std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds, size_t handshake_retries) {
+  char timing[96];
+  if (handshake_retries > 0) {
+    std::snprintf(timing, sizeof timing, " (%.1f s; %zu refused or reset handshake%s tried again)", seconds,
+                  handshake_retries, handshake_retries == 1 ? "" : "s");
+  } else {
+    std::snprintf(timing, sizeof timing, " (%.1f s)", seconds);
+  }
   return std::to_string(nodes) + (nodes == 1 ? " node: " : " nodes: ") + std::to_string(nodes - unreachable) +
          " answered, " + std::to_string(unreachable) + " unreachable" + timing + "\n";
 }

@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <atomic>
 #include <fstream>
 #include <thread>
 
@@ -344,6 +347,112 @@ TEST_F(SshRunnerTest, ConnectionRefused) {
   auto r = run_one("true", options(), endpoint("node-b", port));
   EXPECT_EQ(r.failure, FailureKind::Refused);
   EXPECT_EQ(r.message, "node-b (127.0.0.1): connection refused port " + std::to_string(port));
+}
+
+TEST_F(SshRunnerTest, RefusedHandshakesAreTriedAgainWithBackoffThenReported) {
+  const int port = testing::free_port();
+  SshRunner runner({endpoint("node-b", port)}, options());
+  CommandOutcome r;
+  runner.submit(0, {"true", "", {}, false}, [&r](const CommandOutcome& o) { r = o; });
+  const auto start = std::chrono::steady_clock::now();
+  runner.run();
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.failure, FailureKind::Refused);
+  EXPECT_EQ(runner.handshake_retries(), 2u);  // three attempts in all
+  EXPECT_GE(waited, std::chrono::milliseconds(250 + 500));  // the backoff, not a busy loop
+}
+
+TEST_F(SshRunnerTest, OneAttemptMeansNoRetry) {
+  auto o = options();
+  o.handshake_attempts = 1;
+  SshRunner runner({endpoint("node-b", testing::free_port())}, o);
+  CommandOutcome r;
+  runner.submit(0, {"true", "", {}, false}, [&r](const CommandOutcome& out) { r = out; });
+  runner.run();
+  EXPECT_EQ(r.failure, FailureKind::Refused);
+  EXPECT_EQ(runner.handshake_retries(), 0u);
+}
+
+// A listener that resets its first `drops` connections before the SSH
+// banner (what an sshd over its MaxStartups does) and relays the next one
+// to the real sshd.
+class ResettingRelay {
+ public:
+  ResettingRelay(int target_port, int drops) : target_port_(target_port), drops_(drops) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(listen_fd_, 8);
+    socklen_t length = sizeof address;
+    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~ResettingRelay() {
+    ::shutdown(listen_fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int fd = ::accept(listen_fd_, nullptr, nullptr);
+      if (fd < 0) return;
+      if (accepted_++ < drops_) {
+        linger reset{1, 0};  // close with RST
+        ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+        ::close(fd);
+        continue;
+      }
+      relay(fd);
+      return;
+    }
+  }
+  void relay(int client) {
+    const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(static_cast<uint16_t>(target_port_));
+    if (::connect(server, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+      char buffer[16384];
+      pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      for (bool open = true; open && ::poll(fds, 2, 10'000) > 0;) {
+        for (int k = 0; k < 2 && open; ++k) {
+          if (!(fds[k].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+          const ssize_t n = ::read(fds[k].fd, buffer, sizeof buffer);
+          open = n > 0 && ::write(fds[1 - k].fd, buffer, static_cast<size_t>(n)) == n;
+        }
+      }
+    }
+    ::close(server);
+    ::close(client);
+  }
+
+  int target_port_, drops_, listen_fd_ = -1, port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+TEST_F(SshRunnerTest, AResetHandshakeIsTriedAgainAndGetsThrough) {
+  ResettingRelay relay(sshd_->port(), 2);
+  const std::string known = sshd_->dir() + "/known_hosts_relay";
+  std::ofstream(known) << "[127.0.0.1]:" << relay.port() << " " << sshd_->host_public_key() << "\n";
+  auto o = options();
+  o.known_hosts = known;
+  SshRunner runner({endpoint("node-r", relay.port())}, o);
+  CommandOutcome r;
+  runner.submit(0, {"echo through", "", {}, false}, [&r](const CommandOutcome& out) { r = out; });
+  runner.run();
+  EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.out, "through\n");
+  EXPECT_EQ(runner.handshake_retries(), 2u);
+  EXPECT_EQ(relay.accepted(), 3);
 }
 
 TEST_F(SshRunnerTest, UnresolvableName) {

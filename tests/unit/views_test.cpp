@@ -207,6 +207,8 @@ TEST(FactsView, TablePaddedUnreachableListedSummary) {
             "unreachable: node-03 (198.18.1.13:22): connection refused\n");
   EXPECT_EQ(facts_summary_line(3, 1, 0.84), "3 nodes: 2 answered, 1 unreachable (0.8 s)\n");
   EXPECT_EQ(facts_summary_line(1, 0, 0.21), "1 node: 1 answered, 0 unreachable (0.2 s)\n");
+  EXPECT_EQ(facts_summary_line(200, 0, 12.04, 3),
+            "200 nodes: 200 answered, 0 unreachable (12.0 s; 3 refused or reset handshakes tried again)\n");
 }
 
 TEST(RollbackView, LinesAndReport) {

@@ -38,6 +38,10 @@ class CommandRunner {
   // Runs until every queued command (including those callbacks queue) has
   // completed. Single-threaded: callbacks run on the caller's thread.
   virtual void run() = 0;
+
+  // Handshakes a host refused or reset and that were tried again (an
+  // overloaded sshd); 0 for a runner without connections.
+  virtual size_t handshake_retries() const { return 0; }
 };
 
 // Every command run on a node, for the audit trail.

@@ -60,6 +60,13 @@ struct SshRunnerOptions {
   std::chrono::milliseconds command_timeout{900'000};
   int keepalive_interval_s = 15;      // 0: off
   size_t parallel = 256;              // nodes worked on at once
+  // New connections in progress at once (TCP, key exchange, login): a
+  // window that starts at 32 and grows with each login up to this cap
+  // (0: `parallel`); see handshake_window.hpp.
+  size_t max_handshakes = 0;
+  // Tries per connection when the host refuses or resets the handshake,
+  // with a backoff between them (250 ms, 500 ms, … plus jitter).
+  int handshake_attempts = 3;
   std::function<void(const AuditRecord&)> audit;  // every command run, when set
 };
 
@@ -73,6 +80,7 @@ class SshRunner final : public CommandRunner {
   void submit(size_t node, CommandRequest request, Callback done) override;
   void connect(size_t node) override;
   void run() override;
+  size_t handshake_retries() const override;
 
  private:
   struct Impl;
