@@ -512,7 +512,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   if (const auto candidates = lines_of(body("package-candidates")); !candidates.empty() && trimmed(candidates.front()) == "@@apt") {
     // apt-cache madison: " NAME | VERSION | SOURCE", newest first.
     json& offered = facts["package_candidates"];
-    for (const auto& [p, wanted] : request.versioned_packages) offered[p] = json::array();
+    for (const auto& p : request.versioned_packages) offered[p] = json::array();
     for (size_t i = 1; i < candidates.size(); ++i) {
       const auto& line = candidates[i];
       const auto bar = line.find('|');

@@ -82,28 +82,12 @@ std::string probe_script(const FactsRequest& request) {
     s += "; fi\n";
   }
   if (!request.versioned_packages.empty()) {
-    // One dpkg-query lists " name=version " for every one of them; each
-    // is checked only where the answer is certain to be "installed at that
-    // version" (the same version, or it plus a Debian revision). Anything
-    // else, an epoch or a prefix like "550" included, asks apt-cache.
-    std::string names, installed_checks;
-    for (const auto& [p, wanted] : request.versioned_packages) {
-      names += " " + shell_quote(p);
-      if (wanted.empty()) {
-        installed_checks += "gx_ask=1; ";
-        continue;
-      }
-      const std::string entry = shell_quote(" " + p + "=" + wanted);
-      const bool plain = wanted.find_first_of(":-") == std::string::npos;
-      installed_checks += "case \"$gx_iv\" in *" + entry + "' '*" + (plain ? "|*" + entry + "-*" : "") +
-                          ") ;; *) gx_ask=1 ;; esac; ";
-    }
+    std::string names;
+    for (const auto& p : request.versioned_packages) names += " " + shell_quote(p);
     // apt only: a dnf repoquery loads all metadata (seconds); dnf nodes
     // resolve the version at apply time.
-    s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then gx_ask=; gx_iv=\" $(dpkg-query -W "
-         "-f='${Package}=${Version} '" + names + " 2>/dev/null) \"; " + installed_checks +
-         "if [ -n \"$gx_ask\" ]; then echo @@apt; apt-cache madison" + names +
-         " 2>/dev/null; else echo @@apt-installed; fi; fi\n";
+    s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache madison" + names +
+         " 2>/dev/null; fi\n";
   }
   for (const auto& path : request.files) {
     const std::string q = shell_quote(path);

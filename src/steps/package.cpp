@@ -36,10 +36,7 @@ class Package final : public StepKind {
     const bool absent = param_text(step.params, "state", "present") == "absent";
     for (const auto& [name, version] : wanted_versions(step.params)) {
       request.packages.insert(name);
-      if (!version.empty() && !absent) {
-        const auto [known, added] = request.versioned_packages.emplace(name, version);
-        if (!added && known->second != version) known->second.clear();  // steps disagree: always ask
-      }
+      if (!version.empty() && !absent) request.versioned_packages.insert(name);
     }
     for (const auto& p : replaced_patterns(step.params)) request.package_patterns.insert(p);
   }

@@ -13,13 +13,10 @@ namespace gpuexpand {
 struct FactsRequest {
   std::set<std::string> sysctl_keys;
   std::set<std::string> packages;
-  // Of those, packages a step wants at a version (name -> that version;
-  // "" when steps want different ones): the versions the node's sources
-  // offer are facts["package_candidates"][name] (newest first), so the plan
-  // can name the version "550" resolves to. Not asked when every one is
-  // installed at exactly its version: apt-cache rebuilds its cache on each
-  // call where pkgcache.bin is off or stale (0.9 s of CPU per node seen).
-  std::map<std::string, std::string> versioned_packages;
+  // Of those, packages a step wants at a version: the versions the node's
+  // sources offer are facts["package_candidates"][name] (newest first), so
+  // the plan can name the version "550" resolves to.
+  std::set<std::string> versioned_packages;
   // Shell patterns of package names (cuda-drivers-[0-9]*): the installed
   // packages they match are facts["packages"] too (a step that replaces
   // another driver branch's packages must see them).
