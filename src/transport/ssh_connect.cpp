@@ -42,10 +42,10 @@ void SshRunner::Impl::start_connect(Connection& c) {
   }
 }
 
-void SshRunner::Impl::leave_window(Connection& c, bool logged_in) {
+void SshRunner::Impl::leave_window(Connection& c, bool logged_in, bool slow) {
   if (!c.in_window) return;
   c.in_window = false;
-  window.finished(logged_in);
+  window.finished(logged_in, slow);
 }
 
 bool SshRunner::Impl::retry_handshake(Connection& c) {
@@ -195,7 +195,9 @@ void SshRunner::Impl::step_authenticating(Connection& c) {
     fail_connection(c, FailureKind::AuthFailed, auth_failure_message(c, rc));
     return;
   }
-  leave_window(c, true);
+  // Slow: over a quarter of the connect timeout from the TCP connect.
+  const auto started = c.connect_deadline - options.connect_timeout;
+  leave_window(c, true, Clock::now() - started > options.connect_timeout / 4);
   c.attempts = 0;
   c.stage = Stage::Ready;
 }

@@ -218,8 +218,9 @@ struct SshRunner::Impl {
 
   void connect_failed(Connection& c, int error);
 
-  // Frees c's place in the handshake window (logged in, or given up).
-  void leave_window(Connection& c, bool logged_in);
+  // Frees c's place in the handshake window (logged in, or given up;
+  // slow: the login took over a quarter of the connect timeout).
+  void leave_window(Connection& c, bool logged_in, bool slow = false);
 
   // A refused or reset handshake: try again after a backoff, when attempts
   // are left. False when the failure stands.

@@ -48,6 +48,20 @@ TEST(HandshakeWindow, AFailedLoginFreesItsPlaceWithoutGrowing) {
   EXPECT_EQ(w.in_flight(), 31u);
 }
 
+TEST(HandshakeWindow, SlowLoginsShrinkItByOne) {
+  HandshakeWindow w(256);
+  for (int i = 0; i < 3; ++i) {
+    w.started();
+    w.finished(true, /*slow=*/true);
+  }
+  EXPECT_EQ(w.limit(), 29u);
+  for (int i = 0; i < 100; ++i) {
+    w.started();
+    w.finished(true, true);
+  }
+  EXPECT_EQ(w.limit(), HandshakeWindow::kFloor);
+}
+
 TEST(HandshakeWindow, OverloadHalvesDownToAFloor) {
   HandshakeWindow w(256);
   w.overloaded();
