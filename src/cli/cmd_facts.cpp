@@ -109,7 +109,8 @@ int run_facts(Context& context, const FactsOptions& options) {
   if (options.output == "json") {
     std::cout << document.dump(2) << "\n";
   } else {
-    std::cout << facts_table(nodes, facts) << "\n" << facts_summary_line(nodes.size(), unreachable, seconds, runner->handshake_retries());
+    std::cout << facts_table(nodes, facts) << "\n"
+              << facts_summary_line(nodes.size(), unreachable, seconds, runner->handshake_retries());
   }
   const int exit_code = unreachable == 0 ? kExitOk : kExitError;
   audited.finish(exit_code);

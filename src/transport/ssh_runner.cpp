@@ -12,7 +12,7 @@ std::string wrap_for_become(const std::string& command, bool become_sudo) {
 
 SshRunner::Impl::Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts)
     : options(std::move(opts)),
-      window(options.max_handshakes > 0 ? options.max_handshakes : std::max<size_t>(options.parallel, 1)) {
+      window(options.parallel) {
   init_libssh2_once();
   nodes.resize(endpoints.size());
   for (size_t i = 0; i < endpoints.size(); ++i) {

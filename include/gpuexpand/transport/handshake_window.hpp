@@ -34,19 +34,17 @@ class HandshakeWindow {
   void finished(bool logged_in, bool slow = false) {
     if (in_flight_ > 0) --in_flight_;
     if (!logged_in) return;
-    if (slow) {
-      limit_ = std::max(std::min(kFloor, cap_), limit_ - 1);
-    } else {
-      limit_ = std::min(cap_, limit_ + 1);
-    }
+    limit_ = slow ? std::max(floor(), limit_ - 1) : std::min(cap_, limit_ + 1);
   }
   // A host refused or reset a handshake: back off.
-  void overloaded() { limit_ = std::max(std::min(kFloor, cap_), limit_ / 2); }
+  void overloaded() { limit_ = std::max(floor(), limit_ / 2); }
 
   size_t limit() const { return limit_; }
   size_t in_flight() const { return in_flight_; }
 
  private:
+  size_t floor() const { return std::min(kFloor, cap_); }  // never above what the cap allows
+
   size_t cap_;
   size_t limit_;
   size_t in_flight_ = 0;

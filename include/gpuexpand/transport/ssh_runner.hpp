@@ -59,11 +59,9 @@ struct SshRunnerOptions {
   std::chrono::milliseconds connect_timeout{10'000};
   std::chrono::milliseconds command_timeout{900'000};
   int keepalive_interval_s = 15;      // 0: off
-  size_t parallel = 256;              // nodes worked on at once
-  // New connections in progress at once (TCP, key exchange, login): a
-  // window that starts at 32 and grows with each login up to this cap
-  // (0: `parallel`); see handshake_window.hpp.
-  size_t max_handshakes = 0;
+  // Nodes worked on at once; also the cap of the handshake window, in
+  // which new connections start (handshake_window.hpp).
+  size_t parallel = 256;
   // Tries per connection when the host refuses or resets the handshake,
   // with a backoff between them (250 ms, 500 ms, … plus jitter).
   int handshake_attempts = 3;

@@ -32,7 +32,6 @@ std::string facts_diff_table(const std::string& a, const std::string& b, const s
 // compared: "after apply" (plan) or "now" (verify).
 std::string consistency_text(const ConsistencyReport& report, const std::string& when);
 
-// "4 nodes: 3 answered, 1 unreachable (0.8 s)\n"
 // "20 nodes: 20 answered, 0 unreachable (1.1 s)", naming the handshakes
 // tried again when there were any.
 std::string facts_summary_line(size_t nodes, size_t unreachable, double seconds, size_t handshake_retries = 0);
