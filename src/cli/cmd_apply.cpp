@@ -236,10 +236,19 @@ int run_apply(Context& context, const ApplyOptions& options) {
               << " did not finish (" << (events ? "the run_finished event lists them" : "the recap above says why")
               << ")\n";
   }
-  for (const auto& problem : journal.errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
-  const RunStatus status = run_status_for(exit_code);
-  if (auto finished = run.finish(status, exit_code); !finished) {
-    std::cerr << "gpuexpand: warning: " << finished.error().message << "\n";
+  // The record failed (the store's disk full, say): the nodes are as the
+  // output says, but what resume, rollback and status read is incomplete,
+  // so the run does not count as a success. The next apply reads the nodes
+  // again and takes the run over.
+  std::vector<std::string> store_errors = journal.errors();
+  if (auto finished = run.finish(run_status_for(exit_code), exit_code); !finished) {
+    store_errors.push_back(finished.error().message);
+  }
+  for (const auto& problem : store_errors) std::cerr << "gpuexpand: error: " << problem << "\n";
+  if (!store_errors.empty() && exit_code != 130) {
+    std::cerr << "gpuexpand: error: run " << run_id << " is not fully recorded in the state store; the nodes are as "
+              << "shown above, and the next apply reads them again and takes the run over\n";
+    return 1;
   }
   return exit_code;
 }

@@ -25,6 +25,10 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
                               const std::string& root) {
   const std::string d = q(checkpoint_dir(run_id, phase, root));
   std::string s = "set -e\nexport LC_ALL=C\numask 077\nd=" + d + "\n";
+  // A full disk shows as whatever write failed first ("printf: I/O error"):
+  // say what it is, so the operator frees space rather than hunting a bug.
+  s += "trap 'rc=$?; if [ $rc -ne 0 ] && [ \"$(df -Pk \"$d\" 2>/dev/null | awk \"NR == 2 {print \\$4}\")\" = 0 ]; then "
+       "echo \"no space left on device: the filesystem of $d is full\" >&2; fi; exit $rc' EXIT\n";
   s += "rm -rf \"$d\" && mkdir -p \"$d\"\n";
   s += ": > \"$d/absent\"; : > \"$d/present\"\n";
   std::set<std::string> paths = touch.files;

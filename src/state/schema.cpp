@@ -1,5 +1,6 @@
 #include "gpuexpand/state/state_store.hpp"
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <array>
@@ -175,8 +176,24 @@ Result<void> configure(sqlite3* db) {
 // ---------------------------------------------------------------------------
 // Opening and migrating.
 
+// Whether the filesystem that holds (or would hold) PATH is mounted
+// read-only: SQLite then says only "unable to open database file".
+static bool on_read_only_filesystem(const std::string& path) {
+  std::filesystem::path at = path;
+  std::error_code ec;
+  while (!at.empty() && !std::filesystem::exists(at, ec)) at = at.parent_path();
+  struct statvfs fs {};
+  return ::statvfs(at.empty() ? "." : at.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY) != 0;
+}
+
 Result<std::unique_ptr<StateStore>> StateStore::open(const std::string& path) {
-  auto fail = [&](const std::string& doing, const Error& cause) { return prefixed(path, doing, cause); };
+  auto fail = [&](const std::string& doing, const Error& cause) {
+    if (on_read_only_filesystem(path)) {
+      return prefixed(path, doing, make_error("its filesystem is mounted read-only (every run is recorded here before "
+                                              "it starts: remount it read-write, or copy the store and pass --state)"));
+    }
+    return prefixed(path, doing, cause);
+  };
 
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) {

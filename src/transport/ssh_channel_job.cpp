@@ -5,13 +5,15 @@ namespace gpuexpand {
 void SshRunner::Impl::begin_job(Connection& c) {
   Job& job = c.queue.front();
   c.channel_stage = ChannelStage::Opening;
-  c.wire_command = wrap_for_become(job.request.command, options.become_sudo);
+  c.limit = job.request.timeout.count() > 0 ? job.request.timeout : options.command_timeout;
+  c.wire_command = wrap_for_node(job.request.command, options.become_sudo, c.limit);
   c.written = 0;
   c.out.clear();
   c.err.clear();
   c.started = Clock::now();
-  const milliseconds timeout = job.request.timeout.count() > 0 ? job.request.timeout : options.command_timeout;
-  c.deadline = c.started + timeout;
+  // The node stops the command at the limit (wrap_for_node); this deadline
+  // is for a node that cannot: its link or its sshd gone quiet.
+  c.deadline = c.started + c.limit + std::chrono::seconds(kNodeKillGraceSeconds + 5);
 }
 
 bool SshRunner::Impl::session_would_block(Connection& c) {
@@ -118,6 +120,13 @@ bool SshRunner::Impl::drain(Connection& c) {
   return true;
 }
 
+// `timeout` exits 124 when it stopped the command with TERM, 137 when KILL
+// was needed; a command that exits so by itself before its limit is just
+// a failed command.
+static bool stopped_by_node_limit(int exit_code, milliseconds ran, milliseconds limit) {
+  return (exit_code == 124 || exit_code == 128 + 9) && ran + milliseconds(500) >= limit;
+}
+
 void SshRunner::Impl::finish_job(Connection& c) {
   Job job = std::move(c.queue.front());
   c.queue.pop_front();
@@ -136,6 +145,10 @@ void SshRunner::Impl::finish_job(Connection& c) {
     outcome.failure = FailureKind::CommandFailed;
     outcome.message = who(c) + ": `" + shown + "` was killed by SIG" + signal;
     libssh2_free(c.session, signal);
+  } else if (stopped_by_node_limit(outcome.exit_code, outcome.duration, c.limit)) {
+    outcome.failure = FailureKind::CommandTimeout;
+    outcome.message = who(c) + ": `" + shown + "` timed out after " + std::to_string(outcome.duration.count() / 1000) +
+                      " s (stopped on the node)";
   } else if (outcome.exit_code != 0) {
     const bool sudo_password = options.become_sudo && outcome.exit_code == 1 &&
                                outcome.err.find("sudo: a password is required") != std::string::npos;

@@ -30,6 +30,14 @@ void SshRunner::Impl::start_connect(Connection& c) {
   }
   const int one = 1;
   ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (options.keepalive_interval_s > 0) {
+    // A link cut mid-command sends no RST: without this the session would
+    // sit until the command's deadline (15 minutes by default). With a
+    // keepalive every interval, data stays unacknowledged for this long
+    // only when the path is gone, and the kernel then fails the socket.
+    const unsigned user_timeout_ms = 3u * 1000u * static_cast<unsigned>(options.keepalive_interval_s);
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof user_timeout_ms);
+  }
   const int connected = ::connect(c.fd, found->ai_addr, found->ai_addrlen);
   const int saved = errno;
   ::freeaddrinfo(found);

@@ -4,10 +4,18 @@
 
 namespace gpuexpand {
 
-std::string wrap_for_become(const std::string& command, bool become_sudo) {
-  // -n: never prompt (a prompt would hang the run); `sh -c` so the whole
-  // command line, pipes and all, runs as root.
-  return become_sudo ? "sudo -n -- sh -c " + shell_quote(command) : command;
+std::string wrap_for_node(const std::string& command, bool become_sudo, std::chrono::milliseconds limit) {
+  // The node holds the command to its time limit itself (coreutils
+  // `timeout`, in every Debian, RHEL and busybox): a command the controller
+  // gave up on must not go on changing the node after its phase was rolled
+  // back. `timeout` signals the command's whole process group: TERM at the
+  // limit, KILL kNodeKillGraceSeconds later. Whole seconds, rounded up.
+  const long long seconds = std::max<long long>(1, (limit.count() + 999) / 1000);
+  const std::string limited = "timeout -k " + std::to_string(kNodeKillGraceSeconds) + " " + std::to_string(seconds) +
+                              " sh -c " + shell_quote(command);
+  // -n: never prompt (a prompt would hang the run); the whole command line,
+  // pipes and all, runs as root.
+  return become_sudo ? "sudo -n -- " + limited : limited;
 }
 
 SshRunner::Impl::Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts)

@@ -144,6 +144,7 @@ struct Connection {
   size_t written = 0;
   std::string out, err;
   Clock::time_point started{}, deadline{};
+  milliseconds limit{};  // the running job's time limit, held on the node
   bool active = false;  // counts against --parallel
 
   // Direct connections: holds a place in the handshake window (from the

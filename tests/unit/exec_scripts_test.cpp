@@ -290,6 +290,34 @@ TEST(Checkpoint, ReplacedPackagesComeBackOnRestore) {
   run_sh("rm -rf " + base);
 }
 
+// A checkpoint on a full disk fails at whatever write came first ("printf:
+// I/O error" under dash); the script then says the disk is full. Faked
+// here with a `tar` that cannot write and a `df` with 0 KiB free (the lab's
+// fault test fills a real node's disk).
+TEST(CheckpointScript, AFullDiskIsNamedAsSuch) {
+  const std::string base = "/tmp/gpx-ck-full-" + std::to_string(::getpid());
+  run_sh("mkdir -p " + base + "/bin && touch " + base + "/file");
+  std::ofstream(base + "/bin/tar") << "#!/bin/sh\necho 'tar: write error' >&2; exit 2\n";
+  const auto fake_df = [&](const std::string& avail) {
+    std::ofstream(base + "/bin/df") << "#!/bin/sh\necho 'Filesystem 1024-blocks Used Available Capacity Mounted on'\n"
+                                       "echo 'tmpfs 4096 4096 " + avail + " 100% /'\n";
+    run_sh("chmod +x " + base + "/bin/*");
+  };
+  PhaseTouch touch;
+  touch.files = {base + "/file"};
+  const std::string script = "PATH=" + base + "/bin:$PATH\n" + checkpoint_script(5, "os-init", touch, base + "/ck");
+  fake_df("0");
+  auto full = run_sh(script);
+  EXPECT_NE(full.status, 0);
+  EXPECT_NE(full.out.find("no space left on device: the filesystem of " + base + "/ck/5/os-init is full"), std::string::npos)
+      << full.out;
+  fake_df("1200");
+  auto other = run_sh(script);
+  EXPECT_NE(other.status, 0);
+  EXPECT_EQ(other.out, "tar: write error\n") << "with room on the disk, only the failure itself";
+  run_sh("rm -rf " + base);
+}
+
 TEST(StepActions, APackageStepRemovesWhatItReplaces) {
   const std::string apt = install_packages_command({{"nvidia-driver-550", "550.90.07"}, {"cuda-drivers-550", "550.90.07"}},
                                                    PackageManager::Apt, false, true, {"nvidia-driver-[0-9]*", "cuda-drivers-[0-9]*"});

@@ -127,11 +127,38 @@ TEST_F(SshRunnerTest, CommandTimeoutThenTheNodeIsUsableAgain) {
   runner.run();
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0].failure, FailureKind::CommandTimeout);
-  EXPECT_EQ(results[0].message, "node-a (127.0.0.1): `sleep 5` timed out after 0 s");
+  // The node stops it at its limit, rounded up to 1 s (the seconds shown may be 2 on a loaded machine).
+  EXPECT_TRUE(results[0].message.starts_with("node-a (127.0.0.1): `sleep 5` timed out after ")) << results[0].message;
+  EXPECT_TRUE(results[0].message.ends_with(" s (stopped on the node)")) << results[0].message;
   // Cut short, not waited for (no wall-clock bound: sanitizer builds are slow).
   EXPECT_LT(results[0].duration, std::chrono::seconds(5)) << "`sleep 5` must not have run to its end";
   EXPECT_TRUE(results[1].ok()) << results[1].message;
   EXPECT_EQ(results[1].out, "after\n");
+}
+
+// The node holds the limit itself: what timed out is gone from the node
+// (its whole process group), so a rollback after it is not undone later
+// by the command finishing in the background.
+TEST_F(SshRunnerTest, ATimedOutCommandIsStoppedOnTheNode) {
+  const std::string mark = ::testing::TempDir() + "gx-timed-out-" + std::to_string(::getpid());
+  ::unlink(mark.c_str());
+  SshRunner runner({endpoint()}, options());
+  CommandOutcome result;
+  CommandRequest slow{"sleep 2; touch " + shell_quote(mark), "", std::chrono::milliseconds(500), false};
+  runner.submit(0, slow, [&](const CommandOutcome& o) { result = o; });
+  runner.run();
+  EXPECT_EQ(result.failure, FailureKind::CommandTimeout) << result.message;
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_NE(::access(mark.c_str(), F_OK), 0) << "the command went on after its time limit";
+  ::unlink(mark.c_str());
+}
+
+// A command that exits 124 by itself, well inside its limit, failed; it
+// did not time out.
+TEST_F(SshRunnerTest, ExitCode124BeforeTheLimitIsAFailureNotATimeout) {
+  auto r = run_one("exit 124");
+  EXPECT_EQ(r.failure, FailureKind::CommandFailed);
+  EXPECT_EQ(r.exit_code, 124);
 }
 
 TEST_F(SshRunnerTest, OneSessionIsReusedForEveryCommand) {
@@ -493,10 +520,12 @@ TEST_F(SshRunnerTest, AFailedNodeDoesNotStopTheOthers) {
   EXPECT_EQ(results[1].failure, FailureKind::Refused);
 }
 
-TEST(WrapForBecome, SudoWrapsTheWholeCommandLine) {
-  EXPECT_EQ(wrap_for_become("echo a | wc -l", false), "echo a | wc -l");
-  EXPECT_EQ(wrap_for_become("echo a | wc -l", true), "sudo -n -- sh -c 'echo a | wc -l'");
-  EXPECT_EQ(wrap_for_become("echo 'x'", true), "sudo -n -- sh -c 'echo '\\''x'\\'''");
+TEST(WrapForNode, TheNodeHoldsTheLimitAndSudoWrapsTheWholeCommandLine) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(wrap_for_node("echo a | wc -l", false, milliseconds(900'000)), "timeout -k 5 900 sh -c 'echo a | wc -l'");
+  EXPECT_EQ(wrap_for_node("echo a | wc -l", true, milliseconds(1500)), "sudo -n -- timeout -k 5 2 sh -c 'echo a | wc -l'");
+  EXPECT_EQ(wrap_for_node("echo 'x'", true, milliseconds(1)),
+            R"(sudo -n -- timeout -k 5 1 sh -c 'echo '\''x'\''')");
 }
 
 }  // namespace

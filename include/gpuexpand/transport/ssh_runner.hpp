@@ -85,8 +85,10 @@ class SshRunner final : public CommandRunner {
   std::unique_ptr<Impl> impl_;
 };
 
-// The command line actually sent for a request: wrapped in `sudo -n` when
-// becoming root. Exposed for tests of the exact quoting.
-std::string wrap_for_become(const std::string& command, bool become_sudo);
+// The command line actually sent for a request: held to LIMIT on the node
+// by `timeout`, wrapped in `sudo -n` when becoming root. Exposed for tests
+// of the exact quoting.
+inline constexpr int kNodeKillGraceSeconds = 5;
+std::string wrap_for_node(const std::string& command, bool become_sudo, std::chrono::milliseconds limit);
 
 }  // namespace gpuexpand

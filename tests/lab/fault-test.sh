@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The fault matrix against the lab's real nodes (node-05, node-06): each
+# row makes one thing go wrong during an apply and checks what the operator
+# sees (exit code, message), what the node ends as (completed, or rolled
+# back to its checkpoint: checked on the node), that the store stays
+# consistent, that the other node of the run is unaffected, and that the
+# next apply converges. docs/reliability.md lists the rows and outcomes.
+#
+# Needs a running lab with at least 6 nodes (tests/lab/lab up --nodes 6).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
+# Last line: "N passed, M failed"; exit 0 only if nothing failed.
+set -uo pipefail
+
+# shellcheck source=tests/lab/test-lib.sh
+source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
+state=$work/state.db
+store_mnt=$work/store
+# Whatever a row breaks is mended on the way out, failed or not.
+mend() {
+  "$lab" heal node-06 >/dev/null 2>&1
+  "$lab" fast node-06 >/dev/null 2>&1
+  "$lab" unfill node-06 >/dev/null 2>&1
+  "$lab" start node-06 >/dev/null 2>&1
+  ctl "systemctl start slurmctld" >/dev/null 2>&1
+  mountpoint -q "$store_mnt" && umount "$store_mnt"
+  rm -rf "$work"
+}
+trap mend EXIT
+
+[[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
+"$lab" status 2>/dev/null | grep -q '^node-06 ' || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
+"$lab" spec >"$work/lab.yaml"
+nodes='node-[05-06]'
+
+# Playbooks with one step added to the storage phase whose length each row
+# sets on the node (/etc/gx-slow, seconds), so a fault lands mid-step: the
+# step marks its start, the test waits for the mark, then breaks something.
+cp -r "$repo/schemas" "$repo/playbooks" "$work/"
+cat >>"$work/playbooks/40-storage.yaml" <<'SLOW'
+
+  - id: slow-step-for-tests
+    type: command
+    check: test -e /var/lib/gpuexpand-test/slow-done
+    run: "mkdir -p /var/lib/gpuexpand-test && touch /var/lib/gpuexpand-test/slow-started && sleep \"$(cat /etc/gx-slow 2>/dev/null || echo 0)\" && touch /var/lib/gpuexpand-test/slow-done"
+    rollback: "rm -f /var/lib/gpuexpand-test/slow-done /var/lib/gpuexpand-test/slow-started"
+SLOW
+# Short connect timeout and keepalives, so an unreachable node and a cut
+# link show within seconds (the defaults are 10 s and 15 s).
+spec_with "$work/fault.yaml" '.ssh.connect_timeout = 5 | .ssh.keepalive_interval = 2'
+
+work_for() { # NODE [SECONDS] — give NODE's storage phase the slow step to do, taking SECONDS
+  sshn "$1" "rm -rf /var/lib/gpuexpand-test && echo ${2:-0} >/etc/gx-slow"
+}
+step_done() { on "$1" done "test -e /var/lib/gpuexpand-test/slow-done && echo done || echo absent"; }
+step_undone() { on "$1" absent "test -e /var/lib/gpuexpand-test/slow-started && echo started || echo absent"; }
+slow_started() { sshn "$1" "test -e /var/lib/gpuexpand-test/slow-started"; }
+ctl() { "$lab" ssh ctl -- "$1" </dev/null; } # ctl 'ONE COMMAND LINE'
+store_ok() { test "$(sqlite3 "$1" 'pragma integrity_check')" = ok; }
+fault_apply() { # SPEC ARGS… — apply with the slow step's playbooks, up to the storage phase
+  local spec=$1
+  shift
+  gxrun --data-dir "$work" apply -y "$spec" --until storage --state "$state" "$@"
+}
+in_background() { # LOG SPEC ARGS… — the same apply, in the background; sets $victim
+  local log=$1 spec=$2
+  shift 2
+  "$gx" --data-dir "$work" apply -y "$spec" --until storage --state "$state" "$@" >"$log" 2>&1 &
+  victim=$!
+}
+
+# ---------------------------------------------------------------- node down before the run
+row_node_down() {
+  work_for node-05
+  work_for node-06
+  "$lab" stop node-06 >/dev/null
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  check "node down: exit 3" test "$rc" -eq 3
+  check "  node-06 named unreachable, with why" grep -q "node-06  UNREACHABLE: node-06 (198.18.0.16): connection refused" <<<"$out"
+  check "  node-05 completed" step_done node-05
+  check "  store consistent" store_ok "$state"
+  "$lab" start node-06 >/dev/null
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  check "  once it is back, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  node-06 completed" step_done node-06
+}
+
+# ---------------------------------------------------------------- link slowed
+row_link_slowed() {
+  work_for node-05
+  work_for node-06
+  "$lab" slow node-06 150ms >/dev/null
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  "$lab" fast node-06 >/dev/null
+  check "link slowed: exit 0" test "$rc" -eq 0
+  check "  node-06 completed" step_done node-06
+  check "  node-05 completed" step_done node-05
+}
+
+# ---------------------------------------------------------------- sshd restarted mid-run
+row_sshd_restart() {
+  work_for node-06 4
+  sshd_pid() { sshn node-06 "systemctl show -p MainPID --value ssh"; }
+  before=$(sshd_pid)
+  in_background "$work/sshd.log" "$work/fault.yaml" --limit node-06
+  check "sshd restart: the slow step started" eventually 60 slow_started node-06
+  sshn node-06 "systemctl restart ssh"
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/sshd.log"
+  check "sshd restarted mid-step: exit 0 (the session outlives the listener)" test "$rc" -eq 0
+  check "  sshd was restarted" test "$(sshd_pid)" != "$before"
+  check "  node-06 completed" step_done node-06
+}
+
+# ---------------------------------------------------------------- management link cut mid-command
+row_link_cut() {
+  work_for node-05 2
+  work_for node-06 20
+  in_background "$work/cut.log" "$work/fault.yaml" --limit "$nodes"
+  check "link cut: the slow step started" eventually 60 slow_started node-06
+  "$lab" cut node-06 >/dev/null
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/cut.log"
+  "$lab" heal node-06 >/dev/null
+  check "link cut mid-command: exit 3" test "$rc" -eq 3
+  check "  node-06: the lost connection is named, and that its rollback could not run" \
+    grep -q "node-06: phase storage, step slow-step-for-tests: .*connection lost.*ROLLBACK FAILED" "$work/cut.log"
+  check "  node-05 completed" step_done node-05
+  check "  store consistent" store_ok "$state"
+  sshn node-06 "echo 0 >/etc/gx-slow"
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  check "  healed, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  node-06 completed" step_done node-06
+}
+
+# ---------------------------------------------------------------- a step that hangs past its time limit
+row_hung_step() {
+  spec_with "$work/limit.yaml" '.ssh.connect_timeout = 5 | .ssh.command_timeout = 5'
+  work_for node-05
+  work_for node-06 61
+  fault_apply "$work/limit.yaml" --limit "$nodes"
+  check "hung step: exit 3" test "$rc" -eq 3
+  check "  named as timed out, stopped on the node, rolled back" \
+    grep -q "node-06: phase storage, step slow-step-for-tests: .*timed out after 5 s (stopped on the node) (rolled back to the checkpoint)" <<<"$out"
+  check "  nothing of it still runs on node-06" on node-06 0 "ps -eo args | grep -cx 'sleep 61'"
+  check "  node-06 is back at its checkpoint" step_undone node-06
+  check "  node-05 completed" step_done node-05
+  check "  store consistent" store_ok "$state"
+  sshn node-06 "echo 0 >/etc/gx-slow"
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  check "  the next apply converges (exit 0)" test "$rc" -eq 0
+}
+
+# ---------------------------------------------------------------- node disk full during a phase
+row_disk_full() {
+  local level=WARN-$$-$RANDOM # a value the node has not had yet
+  spec_with "$work/nccl.yaml" --arg level "$level" '.ssh.connect_timeout = 5 | .defaults.network.nccl.env = {NCCL_DEBUG: $level}'
+  before=$(sshn node-06 "sha256sum /etc/nccl.conf 2>&1")
+  "$lab" fill node-06 >/dev/null
+  gxrun apply -y "$work/nccl.yaml" --limit node-06 --until rdma --state "$state"
+  "$lab" unfill node-06 >/dev/null
+  check "disk full: exit 3" test "$rc" -eq 3
+  check "  the message says the disk is full" grep -q "node-06: phase rdma: .*no space left on device" <<<"$out"
+  check "  /etc/nccl.conf as it was" on node-06 "$before" "sha256sum /etc/nccl.conf 2>&1"
+  check "  store consistent" store_ok "$state"
+  gxrun apply -y "$work/nccl.yaml" --limit node-06 --until rdma --state "$state"
+  check "  with room again, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  /etc/nccl.conf has the new setting" on node-06 "NCCL_DEBUG=$level" "grep NCCL_DEBUG /etc/nccl.conf"
+}
+
+# ---------------------------------------------------------------- Slurm controller down during registration
+# slurmctld stopped before the run, started again 12 s into it: the
+# registration step waits for the controller (up to 60 s) and completes.
+row_slurmctld_down() {
+  spec_with "$work/features.yaml" '.ssh.connect_timeout = 5 | .defaults.scheduler.slurm.features += ["fault"]'
+  ctl "systemctl stop slurmctld"
+  "$gx" apply -y "$work/features.yaml" --limit node-06 --state "$state" >"$work/ctld.log" 2>&1 &
+  victim=$!
+  sleep 12
+  ctl "systemctl start slurmctld"
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/ctld.log"
+  check "slurmctld down, back within the minute: exit 0" test "$rc" -eq 0
+  check "  the run waited for it (12 s or more), then completed" \
+    grep -qE "^1 node: 1 changed, .* \((1[2-9]|[2-9][0-9])\.[0-9] s\)" "$work/ctld.log"
+  check "  the controller has the new feature" grep -q 'AvailableFeatures=[^ ]*fault' <<<"$(ctl "scontrol show node node-06 -o")"
+  check "  store consistent" store_ok "$state"
+}
+
+# ---------------------------------------------------------------- the state store read-only, then full
+# The store on a small tmpfs of its own: remounted read-only before a run,
+# then filled during one.
+row_store_faults() {
+  mkdir -p "$store_mnt"
+  mount -t tmpfs -o size=4m gx-fault-store "$store_mnt"
+  local db=$store_mnt/state.db
+  cp "$state" "$db"
+  mount -o remount,ro "$store_mnt"
+  work_for node-05
+  gxrun --data-dir "$work" apply -y "$work/fault.yaml" --until storage --limit node-05 --state "$db"
+  check "store read-only: exit 1" test "$rc" -eq 1
+  check "  the message names the store and why" grep -q "$db.*read-only" <<<"$out"
+  check "  nothing ran on node-05" step_undone node-05
+  mount -o remount,rw "$store_mnt"
+  check "  store consistent" store_ok "$db"
+
+  work_for node-05 4
+  "$gx" --data-dir "$work" apply -y "$work/fault.yaml" --until storage --limit node-05 --state "$db" >"$work/full.log" 2>&1 &
+  victim=$!
+  check "store full: the slow step started" eventually 60 slow_started node-05
+  dd if=/dev/zero of="$store_mnt/fill" bs=64k 2>/dev/null
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/full.log"
+  check "store full mid-run: exit 1" test "$rc" -eq 1
+  check "  the message says the store's disk is full" grep -q "error: state store $db: .*database or disk is full" "$work/full.log"
+  check "  and that the run is not fully recorded" grep -q "is not fully recorded in the state store" "$work/full.log"
+  check "  node-05 completed (the node does not depend on the record)" step_done node-05
+  rm -f "$store_mnt/fill"
+  check "  store consistent" store_ok "$db"
+  gxrun --data-dir "$work" apply -y "$work/fault.yaml" --until storage --limit node-05 --state "$db"
+  check "  with room again, the next apply takes the run over and converges (exit 0)" test "$rc" -eq 0
+  check "  it says it takes the run over" grep -q "was interrupted and its process is gone: taking over its nodes" <<<"$out"
+  umount "$store_mnt"
+}
+
+# Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
+rows=("$@")
+((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut hung_step disk_full slurmctld_down store_faults)
+converged "$work/lab.yaml" "$nodes"
+for row in "${rows[@]}"; do
+  declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }
+  "row_$row"
+done
+finish
