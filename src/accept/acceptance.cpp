@@ -595,11 +595,11 @@ AcceptanceCommand release_command(const json& settings) {
     command += "if scontrol show reservation " + r + " >/dev/null 2>&1; then scontrol delete reservation=" + r +
                " || exit 1; fi; ";
   }
-  command +=
-      "mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && cat > \"$t\" && chmod 0644 "
-      "\"$t\" && mv -f \"$t\" " +
-      q(kAcceptanceRecordPath);
-  return {command, acceptance_record(settings)};
+  const std::string record = acceptance_record(settings);
+  command += "mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && cat > \"$t\" && " +
+             holds_bytes_test("\"$t\"", record.size()) + " && chmod 0644 \"$t\" && mv -f \"$t\" " +
+             q(kAcceptanceRecordPath) + " || { rm -f \"$t\"; exit 1; }";
+  return {command, record};
 }
 
 std::string drain_command(const json& settings, const std::string& reason) {

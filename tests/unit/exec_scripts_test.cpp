@@ -144,6 +144,13 @@ TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {
   struct stat st {};
   ::stat(path.c_str(), &st);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // The connection drops halfway through the content: to `cat` that is just
+  // the end of its input. The old file stays, and no temp file is left.
+  const std::string old = slurp(path);
+  auto cut = run_sh(action->command, action->stdin_data.substr(0, 4));
+  EXPECT_NE(cut.status, 0);
+  EXPECT_EQ(slurp(path), old);
+  EXPECT_EQ(run_sh("ls -A " + path.substr(0, path.rfind('/'))).out, "x.conf\n");
   run_sh("rm -rf /tmp/gpx-exec-" + std::to_string(::getpid()) + "-out");
 }
 

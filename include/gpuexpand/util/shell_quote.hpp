@@ -4,6 +4,7 @@
 // byte literal except the quote itself, which is closed, escaped and
 // reopened: it's  ->  'it'\''s'. Newlines, $(), ;, backticks stay inert.
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,15 @@ std::string shell_quote(std::string_view word);
 
 // Quotes each argument and joins with single spaces: a safe command line.
 std::string shell_join(const std::vector<std::string>& argv);
+
+// A test that FILE (a shell word, e.g. "\"$t\"") holds exactly BYTES
+// bytes. `cat > "$t"` ends at end of input, and a connection dropped in the
+// middle of sending the content is an end of input too: a temp file is
+// checked with this before it is renamed into place. (Unquoted: word
+// splitting drops the padding some `wc` put before the count.)
+inline std::string holds_bytes_test(const std::string& file, std::size_t bytes) {
+  return "[ $(wc -c < " + file + ") -eq " + std::to_string(bytes) + " ]";
+}
 
 // The first lines of every script gpuexpand sends to `sh -s` that runs
 // node tools: the C locale (parsers read English output) and a PATH with
