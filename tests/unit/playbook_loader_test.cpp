@@ -25,8 +25,11 @@ TEST(PlaybookLoader, ShippedPlaybooksLoadInPhaseOrder) {
   for (const auto& phase : set.phases) names.push_back(phase.name);
   EXPECT_EQ(names, phase_order());
   EXPECT_EQ(set.digest.size(), 64u);
-  EXPECT_EQ(set.phases[0].steps[0].id, "package-sources");  // before any package step
+  // The name resolves before it becomes the hostname, both before anything
+  // else (each sudo looks the hostname up), then the sources before any package.
+  EXPECT_EQ(set.phases[0].steps[0].id, "hosts-entry");
   EXPECT_EQ(set.phases[0].steps[1].id, "hostname");
+  EXPECT_EQ(set.phases[0].steps[2].id, "package-sources");
 }
 
 TEST(PlaybookLoader, EmbeddedCopiesMatchTheSourceTree) {
