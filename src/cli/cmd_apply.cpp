@@ -194,8 +194,16 @@ int run_apply(Context& context, const ApplyOptions& options) {
     }
   }
 
-  // The controllers the scheduler phase needs, before any node is touched.
-  if (const auto unreachable = unreachable_controllers(nodes, *runner); !unreachable.empty()) {
+  // The controllers the scheduler phase needs, before any node is touched;
+  // not when --until stops the run before that phase (the only one with
+  // steps on the controller), so a share or driver can be mended while the
+  // controller is down.
+  const auto& phases = phase_order();
+  const bool reaches_scheduler =
+      options.until.empty() ||
+      std::find(phases.begin(), phases.end(), options.until) >= std::find(phases.begin(), phases.end(), "scheduler");
+  if (const auto unreachable = reaches_scheduler ? unreachable_controllers(nodes, *runner) : std::vector<std::string>{};
+      !unreachable.empty()) {
     (void)run.finish(RunStatus::Failed, kExitError);
     throw CommandFailed{kExitError, preflight_message(unreachable)};
   }

@@ -107,8 +107,8 @@ std::vector<std::string> unreachable_controllers(const std::vector<const NodeSpe
   for (const auto& [endpoint, message] : failures) {
     const size_t host = endpoint - nodes.size();
     const std::string name = host < hosts.size() ? hosts[host].name + " (" + hosts[host].address + ")" : "?";
-    problems.push_back("the Slurm controller " + name + " cannot be reached, and " + fold_hostlist(needed_by[endpoint]) +
-                       " register with it: " + message);
+    problems.push_back("the Slurm controller " + name + " cannot be reached (" + fold_hostlist(needed_by[endpoint]) +
+                       " would register with it): " + message);
   }
   return problems;
 }

@@ -127,13 +127,20 @@ TEST(Cli, ApplyPreflightRefusesAnUnreachableController) {
   auto r = run_gpuexpand({"apply", "-y", dir + "/spec.yaml", "--limit", "node-[01-02]", "--state", dir + "/state.db"});
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.err.find("gpuexpand: error: preflight: 1 problem; no node was touched:\n  the Slurm controller ctl (127.0.0.1) cannot "
-                       "be reached, and node-[01-02] register with it: "),
+                       "be reached (node-[01-02] would register with it): "),
             std::string::npos)
       << r.err;
   auto json = run_gpuexpand({"status", "--state", dir + "/state.db", "-o", "json"});
   const auto runs = nlohmann::json::parse(json.out)["runs"];
   ASSERT_EQ(runs.size(), 1u) << json.out;
   EXPECT_EQ(runs[0]["status"], "failed") << "the run ends, its locks released";
+  // A run that stops before the scheduler phase does not need the controller:
+  // it gets as far as the nodes (unreachable here, on port 1).
+  auto until = run_gpuexpand({"apply", "-y", dir + "/spec.yaml", "--limit", "node-01", "--until", "storage", "--state",
+                              dir + "/state.db"});
+  EXPECT_EQ(until.exit_code, 3) << until.out << until.err;
+  EXPECT_EQ(until.err.find("preflight"), std::string::npos) << until.err;
+  EXPECT_NE(until.out.find("node-01  UNREACHABLE"), std::string::npos) << until.out;
 }
 
 // The default store is beside the spec, not in the shell's directory: an

@@ -70,7 +70,7 @@ check "a wrong user fails authentication, named" grep -q "authentication as nobo
 # become: sudo as an unprivileged user. A sudo that wants a password is
 # named as such (sudo -n never prompts); with NOPASSWD the probe runs.
 # node-06: the apply tests only need it bare of gpuexpand's phases.
-if "$lab" status 2>/dev/null | grep -q '^node-06 '; then
+if grep -q '^node-06 ' <<<"$("$lab" status 2>/dev/null)"; then
   with_lab_source node-06 'DEBIAN_FRONTEND=noninteractive apt-get install -y -q sudo >/dev/null'
   "$lab" ssh node-06 -- "(id ops >/dev/null 2>&1 || useradd -m -s /bin/bash ops) && echo ops:not-a-secret | chpasswd &&
     install -d -m 0700 -o ops -g ops /home/ops/.ssh && install -m 0600 -o ops -g ops /root/.ssh/authorized_keys /home/ops/.ssh/ &&

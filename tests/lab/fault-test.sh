@@ -21,6 +21,7 @@ mend() {
   "$lab" fast node-06 >/dev/null 2>&1
   "$lab" unfill node-06 >/dev/null 2>&1
   "$lab" start node-06 >/dev/null 2>&1
+  "$lab" start ctl >/dev/null 2>&1
   ctl "systemctl start slurmctld" >/dev/null 2>&1
   mountpoint -q "$store_mnt" && umount "$store_mnt"
   rm -rf "$work"
@@ -28,7 +29,7 @@ mend() {
 trap mend EXIT
 
 [[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
-"$lab" status 2>/dev/null | grep -q '^node-06 ' || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
+grep -q '^node-06 ' <<<"$("$lab" status 2>/dev/null)" || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
 "$lab" spec >"$work/lab.yaml"
 nodes='node-[05-06]'
 
@@ -249,9 +250,31 @@ row_store_faults() {
   umount "$store_mnt"
 }
 
+# ---------------------------------------------------------------- the storage server gone during the storage phase
+# The share's server (ctl, also the Slurm controller and the package
+# mirror) powered off while node-06 must mount the share again.
+row_storage_server_gone() {
+  sshn node-06 "umount /mnt/shared"
+  "$lab" stop ctl >/dev/null
+  gxrun apply -y "$work/fault.yaml" --limit node-06 --state "$state"
+  check "controller down, a whole apply: refused before any node is touched (exit 1)" test "$rc" -eq 1
+  check "  it names the controller" \
+    grep -q "the Slurm controller ctl (198.18.0.10) cannot be reached (node-06 would register with it): " <<<"$out"
+  gxrun apply -y "$work/fault.yaml" --limit node-06 --until storage --state "$state"
+  "$lab" start ctl >/dev/null
+  check "storage server gone, --until storage (no controller needed): exit 3" test "$rc" -eq 3
+  check "  the mount is named as what failed, and the phase rolled back" \
+    grep -q "node-06  storage  FAILED, rolled back .* at step .*mount" <<<"$out"
+  check "  nothing is mounted at /mnt/shared" on node-06 no "mountpoint -q /mnt/shared && echo yes || echo no"
+  check "  store consistent" store_ok "$state"
+  gxrun apply -y "$work/fault.yaml" --limit node-06 --until storage --state "$state"
+  check "  server back, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  the share is mounted again" on node-06 yes "mountpoint -q /mnt/shared && echo yes || echo no"
+}
+
 # Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
 rows=("$@")
-((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut hung_step sigterm disk_full slurmctld_down store_faults)
+((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }

@@ -30,7 +30,7 @@ job_completed() { [[ $(job_state "$1") == COMPLETED ]]; }
 user_job() { ctl "su alice -c 'sbatch --parsable -D /tmp -w $1 -N1 -t 1 --wrap hostname'"; } # NODE -> a user's job id
 
 [[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
-"$lab" status 2>/dev/null | grep -q '^node-06 ' || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
+grep -q '^node-06 ' <<<"$("$lab" status 2>/dev/null)" || { bad "lab is up with 6 nodes (tests/lab/lab up --nodes 6)"; finish; }
 "$lab" spec >"$work/lab.yaml"
 nodes='node-[05-06]'
 

@@ -16,7 +16,7 @@ source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
 state=$work/state.db
 
 [[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
-"$lab" status 2>/dev/null | grep -q '^node-07 ' || { bad "lab is up with 7 nodes (tests/lab/lab up --nodes 7)"; finish; }
+grep -q '^node-07 ' <<<"$("$lab" status 2>/dev/null)" || { bad "lab is up with 7 nodes (tests/lab/lab up --nodes 7)"; finish; }
 "$lab" spec >"$work/lab.yaml"
 
 # The sudoers line, read from the doc, so the doc cannot drift from what works.
