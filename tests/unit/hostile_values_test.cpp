@@ -18,7 +18,7 @@ namespace {
 struct Field {
   const char* name;
   const char* yaml;     // appended to minimal_spec(); @V@ is the value
-  const char* pointer;  // where an accepted value is in the spec's document
+  const char* pointer;  // where an accepted value is in the spec's document ("": a labels key)
 };
 
 const Field kFields[] = {
@@ -48,6 +48,23 @@ const Field kFields[] = {
      "/defaults/scheduler/slurm/partition"},
     {"scheduler.slurm.controller", "defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: @V@}\n",
      "/defaults/scheduler/slurm/controller"},
+    {"scheduler.kubernetes.labels key", "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {labels: {@V@: x}}\n",
+     ""},
+    {"scheduler.kubernetes.labels value", "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {labels: {k: @V@}}\n",
+     "/defaults/scheduler/kubernetes/labels/k"},
+    {"scheduler.kubernetes.taints[].key",
+     "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {taints: [{key: @V@, effect: NoSchedule}]}\n",
+     "/defaults/scheduler/kubernetes/taints/0/key"},
+    {"scheduler.kubernetes.taints[].value",
+     "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {taints: [{key: k, value: @V@, effect: NoSchedule}]}\n",
+     "/defaults/scheduler/kubernetes/taints/0/value"},
+    {"os.repositories[].uris[]", "defaults:\n  os:\n    repositories: [{name: r, uris: [@V@]}]\n",
+     "/defaults/os/repositories/0/uris/0"},
+    {"os.repositories[].suites[]", "defaults:\n  os:\n    repositories: [{name: r, uris: ['http://m/d'], suites: [@V@]}]\n",
+     "/defaults/os/repositories/0/suites/0"},
+    {"os.repositories[].components[]",
+     "defaults:\n  os:\n    repositories: [{name: r, uris: ['http://m/d'], suites: [s], components: [@V@]}]\n",
+     "/defaults/os/repositories/0/components/0"},
     {"cluster.description", "racks:\n  - name: r1\n    description: @V@\n", "/racks/0/description"},
 };
 
@@ -91,10 +108,17 @@ TEST(HostileValues, EachIsRefusedWithALocationOrKeptExactly) {
       const auto result = load_spec(minimal_spec(replaced(field.yaml, yaml_scalar(value))), "spec.yaml");
       if (result.spec) {
         const nlohmann::json& document = result.spec->document;
-        const auto pointer = nlohmann::json::json_pointer(field.pointer);
-        ASSERT_TRUE(document.contains(pointer)) << document.dump();
-        const auto& got = document.at(pointer);
-        const std::string got_text = got.is_string() ? got.get<std::string>() : got.dump();
+        std::string got_text;
+        if (*field.pointer == '\0') {  // the value is a key: the labels' only key
+          const auto& labels = document.at(nlohmann::json::json_pointer("/defaults/scheduler/kubernetes/labels"));
+          ASSERT_EQ(labels.size(), 1u) << document.dump();
+          got_text = labels.begin().key();
+        } else {
+          const auto pointer = nlohmann::json::json_pointer(field.pointer);
+          ASSERT_TRUE(document.contains(pointer)) << document.dump();
+          const auto& got = document.at(pointer);
+          got_text = got.is_string() ? got.get<std::string>() : got.dump();
+        }
         EXPECT_EQ(got_text, value.text) << "accepted but changed";
         EXPECT_FALSE(value.raw) << "bytes that are not UTF-8 must be refused";
         accepted[field.name].push_back(value.name);
