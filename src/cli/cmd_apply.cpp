@@ -253,10 +253,10 @@ int run_apply(Context& context, const ApplyOptions& options) {
     store_errors.push_back(finished.error().message);
   }
   for (const auto& problem : store_errors) std::cerr << "gpuexpand: error: " << problem << "\n";
-  if (!store_errors.empty() && exit_code != 130) {
+  if (!store_errors.empty() && exit_code != kExitInterrupted) {
     std::cerr << "gpuexpand: error: run " << run_id << " is not fully recorded in the state store; the nodes are as "
               << "shown above, and the next apply reads them again and takes the run over\n";
-    return 1;
+    return kExitError;
   }
   return exit_code;
 }

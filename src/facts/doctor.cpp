@@ -328,13 +328,25 @@ class NodeDoctor {
             "systemctl status slurmd; journalctl -u slurmd -n 50; munge -n | unmunge (the munge key and clock)");
     }
     const std::string state = text(slurm, "node_state");
+    // Slurm's own words for why it took the node out, as the controller has them.
+    const std::string reason = text(slurm, "reason");
+    const std::string because = reason.empty() ? "" : ": " + reason;
     if (state.find("DOWN") != std::string::npos || state.find("NOT_RESPONDING") != std::string::npos) {
-      error("scheduler", "Slurm has the node " + state,
-            "scontrol show node " + node_.name + " (Reason=); is slurmd running and can it reach the controller?");
+      error("scheduler", "Slurm has the node " + state + because,
+            "scontrol show node " + node_.name + "; is slurmd running and can it reach the controller?");
     } else if (state.find("DRAIN") != std::string::npos) {
-      warning("scheduler", "drained in Slurm (" + state + ")",
-              "scontrol show node " + node_.name + " shows Reason=; after the fix: scontrol update nodename=" +
-                  node_.name + " state=resume");
+      warning("scheduler", "drained in Slurm (" + state + ")" + because,
+              "after the fix: scontrol update nodename=" + node_.name + " state=resume");
+    }
+    // RealMemory above what the node has: slurmd registers with less, and
+    // Slurm drains the node ("Low RealMemory") and jobs never land on it.
+    const long long real_memory = number(slurm, "real_memory_mb", -1), memory = number(facts_, "memory_mib", -1);
+    if (real_memory > 0 && memory > 0 && real_memory > memory) {
+      error("scheduler",
+            "Slurm expects RealMemory=" + std::to_string(real_memory) + " MB, the node has " + std::to_string(memory) +
+                " MiB: Slurm drains it (Low RealMemory)",
+            "set scheduler.slurm.real_memory_mb to at most what `slurmd -C` prints on the node, then gpuexpand apply "
+            "--until scheduler");
     }
     if (at(slurm, "registered").is_boolean() && !at(slurm, "registered").get<bool>()) {
       warning("scheduler", "not registered with the Slurm controller", "gpuexpand apply --until scheduler");

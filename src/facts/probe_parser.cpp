@@ -364,6 +364,9 @@ json slurm_facts(const std::string& active, const std::string& node_line) {
     slurm["features"] = list;
   }
   if (auto gres = field("Gres")) slurm["gres"] = *gres;
+  if (auto memory = field("RealMemory")) {
+    if (auto mb = to_number<long long>(*memory)) slurm["real_memory_mb"] = *mb;
+  }
   return slurm;
 }
 

@@ -199,7 +199,7 @@ row_disk_full() {
 row_slurmctld_down() {
   spec_with "$work/features.yaml" '.ssh.connect_timeout = 5 | .defaults.scheduler.slurm.features += ["fault"]'
   ctl "systemctl stop slurmctld"
-  "$gx" apply -y "$work/features.yaml" --limit node-06 --state "$state" >"$work/ctld.log" 2>&1 &
+  "$gx" apply -y "$work/features.yaml" --limit node-06 --until scheduler --state "$state" >"$work/ctld.log" 2>&1 &
   victim=$!
   sleep 12
   ctl "systemctl start slurmctld"
@@ -278,6 +278,8 @@ rows=("$@")
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }
+  started=$SECONDS
   "row_$row"
+  echo "# row $row: $((SECONDS - started)) s"
 done
 finish

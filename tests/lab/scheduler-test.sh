@@ -121,6 +121,9 @@ check "a user job asking for node-06 stays pending" test "$(job_state "$job")" =
 ctl "scancel $job"
 status=$("$gx" status --state "$state" 2>&1)
 check "status shows the failed check" grep -q "FAIL storage: /mnt/shared: " <<<"$status"
+gxrun doctor "$work/lab.yaml" --limit node-06 --state "$state"
+check "doctor names the drain with Slurm's reason, from the controller" \
+  grep -q "warn  scheduler: drained in Slurm (.*DRAIN.*): gpuexpand acceptance: storage: /mnt/shared: .* below the minimum" <<<"$out"
 out=$("$gx" apply -y "$work/lab.yaml" --limit node-06 --state "$state" 2>&1)
 check "with the spec's real minimum the next apply passes" grep -q "1 node: 1 changed, 0 unchanged, 0 failed" <<<"$out"
 check "and node-06 is back in service" bash -c '[[ $1 == IDLE* && $1 != *DRAIN* ]]' _ "$(node_field node-06 State)"

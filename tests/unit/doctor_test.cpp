@@ -123,6 +123,28 @@ TEST_F(DoctorTest, StorageSchedulerDiskAndClock) {
   EXPECT_NE(next_of("scheduler").find("journalctl -u slurmd"), std::string::npos);
 }
 
+// Slurm's reason is in the finding (the controller's words, as the probe
+// read them), and a RealMemory above the node's memory is named: Slurm
+// drains such a node as "Low RealMemory".
+TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
+  facts_["scheduler"]["slurm"]["real_memory_mb"] = 2048000;
+  facts_["memory_mib"] = 2015000;
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR scheduler: Slurm expects RealMemory=2048000 MB, the node has "
+                                                  "2015000 MiB: Slurm drains it (Low RealMemory)"}));
+  EXPECT_NE(next_of("scheduler").find("slurmd -C"), std::string::npos);
+  facts_["scheduler"]["slurm"]["node_state"] = "IDLE+DRAIN";
+  facts_["scheduler"]["slurm"]["reason"] = "Low RealMemory [slurm@2026-12-03T10:00:00]";
+  EXPECT_EQ(findings(),
+            (std::vector<std::string>{
+                "warn scheduler: drained in Slurm (IDLE+DRAIN): Low RealMemory [slurm@2026-12-03T10:00:00]",
+                "ERROR scheduler: Slurm expects RealMemory=2048000 MB, the node has 2015000 MiB: Slurm drains it (Low RealMemory)"}));
+  facts_["scheduler"]["slurm"]["real_memory_mb"] = 2015000;  // as much as it has: fine
+  facts_["scheduler"]["slurm"]["node_state"] = "DOWN+NOT_RESPONDING";
+  facts_["scheduler"]["slurm"]["reason"] = "Not responding [slurm@2026-11-30T05:56:41]";
+  EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR scheduler: Slurm has the node DOWN+NOT_RESPONDING: Not responding "
+                                                  "[slurm@2026-11-30T05:56:41]"}));
+}
+
 TEST_F(DoctorTest, NcclSettingsAndTheDevicesTheyName) {
   json settings = *spec_->nodes.front().settings;
   settings["network"]["nccl"] = {{"env", {{"NCCL_SOCKET_IFNAME", "ib0"}, {"NCCL_IB_HCA", "mlx5_0:1"}, {"NCCL_DEBUG", "WARN"}}},

@@ -302,6 +302,7 @@ TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   EXPECT_EQ(idle["node_state"], "IDLE+DYNAMIC_NORM");
   EXPECT_EQ(idle["features"], json::parse(R"(["h200","lab"])"));
   EXPECT_EQ(idle["gres"], "gpu:8");
+  EXPECT_EQ(idle["real_memory_mb"], 24105);
   EXPECT_FALSE(idle.contains("reason"));
   json drained = slurm_of("scontrol-show-node-drained-reserved.txt");
   EXPECT_EQ(drained["node_state"], "IDLE+DRAIN+DYNAMIC_NORM+MAINTENANCE+RESERVED");
