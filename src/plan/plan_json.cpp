@@ -69,8 +69,10 @@ json node_phases_json(const NodePlan& node) {
   for (const auto& phase : node.phases) {
     json p = {{"name", phase.phase}, {"changes", json::array()}};
     for (const auto& c : phase.changes) {
-      p["changes"].push_back({{"step", c.step}, {"type", c.type}, {"action", action_name(c.action)},
-                              {"target", c.target}, {"reason", c.reason}});
+      json change = {{"step", c.step}, {"type", c.type}, {"action", action_name(c.action)},
+                     {"target", c.target}, {"reason", c.reason}};
+      if (!c.variant.empty()) change["variant"] = c.variant;
+      p["changes"].push_back(std::move(change));
     }
     p["steps"] = json::array();
     for (const auto& step : phase.steps) {

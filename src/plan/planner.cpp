@@ -164,7 +164,10 @@ struct PhasePlanner {
         if (!value.value().empty()) set_fact(facts, path, value.value());  // empty: not known from the spec
       }
     }
-    for (auto& c : changes) plan.changes.push_back(std::move(c));
+    for (auto& c : changes) {
+      c.variant = step.variant;
+      plan.changes.push_back(std::move(c));
+    }
     return {};
   }
 };

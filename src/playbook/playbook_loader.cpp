@@ -17,7 +17,7 @@ namespace {
 
 // Keys every step may have; the rest are type parameters.
 const std::set<std::string> kCommonKeys = {"id", "type", "description", "when", "for_each", "label",
-                                           "restart_on", "reboot_on", "sets_facts"};
+                                           "restart_on", "reboot_on", "sets_facts", "variant"};
 
 // Variables a template may start with: the node's effective settings
 // sections, the node itself, facts, and `item` inside for_each.
@@ -162,6 +162,7 @@ class PlaybookChecker {
     step.when = json.value("when", "");
     step.for_each = json.value("for_each", "");
     step.label = json.value("label", "");
+    step.variant = json.value("variant", "");
     step.restart_on = json.value("restart_on", std::vector<std::string>{});
     step.reboot_on = json.value("reboot_on", std::vector<std::string>{});
     step.where = doc_.value_location(pointer);
@@ -172,6 +173,9 @@ class PlaybookChecker {
       }
     }
     check_condition(step.when, pointer + "/when");
+    if (!step.variant.empty() && step.when.empty()) {
+      error(pointer + "/variant", "step '" + step.id + "': a variant is chosen by its 'when:' condition, and it has none");
+    }
     if (!step.label.empty()) check_template(step.label, pointer + "/label", TemplateContext::Text);
 
     const StepKind* kind = find_step_kind(step.type);

@@ -43,6 +43,7 @@ std::string color_marker(char marker, bool color) {
 
 std::string change_line(const PlannedChange& c, const PlanTextOptions& options) {
   std::string line = "    " + color_marker(action_marker(c.action), options.color) + " " + c.target + ": " + c.reason;
+  if (!c.variant.empty()) line += "  (variant: " + c.variant + ")";
   if (options.show_steps) line += "  [" + c.step + "]";
   if (options.diff && !c.diff.empty()) {
     std::string diff = mask_secrets(c.diff);

@@ -39,6 +39,36 @@ Plan sample() {
   return plan;
 }
 
+// Two nodes of different releases take different variants of a step: each
+// change says which, and they are not folded together.
+TEST(PlanText, AChangeNamesTheVariantItsStepTook) {
+  Plan plan;
+  plan.cluster = "lab";
+  plan.spec_file = "lab.yaml";
+  for (const auto& [name, variant] : {std::pair{"n1", "Debian 12 and earlier, Ubuntu"}, std::pair{"n2", "Debian 13 and later"}}) {
+    NodePlan n;
+    n.node = name;
+    n.address = name;
+    n.status = NodeStatus::Changes;
+    PlannedChange c{"chrony", "file", ChangeAction::Create, "/etc/chrony/chrony.conf", "does not exist"};
+    c.variant = variant;
+    n.phases.push_back({"os-init", {c}, {}});
+    plan.nodes.push_back(n);
+  }
+  EXPECT_EQ(render_plan_text(plan, {}),
+            "Plan for cluster lab (lab.yaml)\n"
+            "\n"
+            "n1\n"
+            "  os-init\n"
+            "    + /etc/chrony/chrony.conf: does not exist  (variant: Debian 12 and earlier, Ubuntu)\n"
+            "\n"
+            "n2\n"
+            "  os-init\n"
+            "    + /etc/chrony/chrony.conf: does not exist  (variant: Debian 13 and later)\n"
+            "\n"
+            "2 nodes: 2 to change, 0 unchanged, 0 unreachable (2 changes)\n");
+}
+
 TEST(PlanText, FoldsNodesWhosePlansDifferOnlyInTheirOwnName) {
   EXPECT_EQ(render_plan_text(sample(), {}),
             "Plan for cluster lab (lab.yaml)\n"

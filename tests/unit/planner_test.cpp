@@ -572,6 +572,72 @@ TEST(Planner, RealPlaybooksConvergeToNoChanges) {
   }();
 }
 
+// A step that is one of several by release names its variant on each of
+// its changes; the shipped chrony configuration is chosen by the node's
+// release: Debian 13 reads leap seconds from the IERS list (its tzdata has
+// no right/ zones), Debian 12 from right/UTC (its chrony 4.3 has no
+// leapseclist).
+TEST(Planner, AVariantStepNamesItsVariantOnEachChange) {
+  const std::string steps = R"(  - id: conf-old
+    type: file
+    variant: before release 13
+    when: facts.os.version_id < '13'
+    path: /etc/x.conf
+    content: "old\n"
+  - id: conf-new
+    type: file
+    variant: release 13 and later
+    when: facts.os.version_id >= '13'
+    path: /etc/x.conf
+    content: "new\n"
+  - {id: h, type: hostname, name: n1}
+)";
+  json facts = base_facts();
+  facts["hostname"] = "other";
+  facts["os"]["version_id"] = "13";
+  NodePlan plan = plan_one("  os: {timezone: UTC}\n", steps, facts);
+  ASSERT_EQ(plan.phases.size(), 1u) << plan.message;
+  ASSERT_EQ(plan.phases[0].changes.size(), 2u);
+  EXPECT_EQ(plan.phases[0].changes[0].step, "conf-new");
+  EXPECT_EQ(plan.phases[0].changes[0].variant, "release 13 and later");
+  EXPECT_EQ(plan.phases[0].changes[1].variant, "") << "a step without variants names none";
+  const json phases = node_phases_json(plan);
+  EXPECT_EQ(phases[0]["changes"][0]["variant"], "release 13 and later");
+  EXPECT_FALSE(phases[0]["changes"][1].contains("variant"));
+
+  facts["os"]["version_id"] = "12";
+  plan = plan_one("  os: {timezone: UTC}\n", steps, facts);
+  ASSERT_EQ(plan.phases.size(), 1u) << plan.message;
+  EXPECT_EQ(plan.phases[0].changes[0].step, "conf-old");
+  EXPECT_EQ(plan.phases[0].changes[0].variant, "before release 13");
+}
+
+TEST(Planner, ChronyConfigurationByDebianRelease) {
+  auto loaded = testing::load_spec(testing::minimal_spec("defaults:\n  os: {ntp_servers: [10.0.0.1]}\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  auto chrony = [&](const std::string& id, const std::string& version_id) {
+    json facts = base_facts();
+    facts["os"]["id"] = id;
+    if (!version_id.empty()) facts["os"]["version_id"] = version_id;
+    NodePlan plan = plan_node(*loaded.spec, loaded.spec->nodes[0], testing::playbooks(), &facts);
+    for (const auto& phase : plan.phases) {
+      for (size_t i = 0; i < phase.steps.size(); ++i) {
+        if (phase.steps[i].params.value("path", "") != "/etc/chrony/chrony.conf") continue;
+        const std::string content = phase.steps[i].params.value("content", "");
+        const bool list = content.find("\nleapseclist /usr/share/zoneinfo/leap-seconds.list\n") != std::string::npos;
+        const bool zone = content.find("\nleapsectz right/UTC\n") != std::string::npos;
+        return phase.steps[i].id + (list ? " leapseclist" : "") + (zone ? " leapsectz" : "");
+      }
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(chrony("debian", "13"), "chrony-config-debian13 leapseclist");
+  EXPECT_EQ(chrony("debian", "14"), "chrony-config-debian13 leapseclist");
+  EXPECT_EQ(chrony("debian", "12"), "chrony-config-debian leapsectz");
+  EXPECT_EQ(chrony("debian", ""), "chrony-config-debian leapsectz") << "testing/sid name no VERSION_ID";
+  EXPECT_EQ(chrony("ubuntu", "24.04"), "chrony-config-debian leapsectz");
+}
+
 // The plan document matches its schema, and 1,000 nodes of one build are
 // one entry of "plans": the fold is exact, expanding a node's entry with
 // its own values gives back exactly the phases it would have unfolded.

@@ -54,6 +54,12 @@ TEST(PlaybookLoader, ParameterOfAnotherType) {
             "pb.yaml:4:38: step 'h': 'path' is not a parameter of type 'hostname'\n");
 }
 
+TEST(PlaybookLoader, AVariantIsChosenByItsCondition) {
+  EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostname, name: x, variant: Debian 13, when: \"facts.os.version_id >= '13'\"}\n"), "");
+  EXPECT_EQ(load_errors(kHeader + "  - {id: h, type: hostname, name: x, variant: Debian 13}\n"),
+            "pb.yaml:4:47: step 'h': a variant is chosen by its 'when:' condition, and it has none\n");
+}
+
 TEST(PlaybookLoader, MissingRequiredParameter) {
   EXPECT_EQ(load_errors(kHeader + "  - {id: f, type: file, path: /x}\n"),
             "pb.yaml:4:5: step 'f' of type 'file' needs 'content'\n");

@@ -27,6 +27,10 @@ struct Step {
   std::string when;      // condition; empty = always
   std::string for_each;  // path of a list; empty = once
   std::string label;     // template naming each for_each element in plans
+  // Which case of several this step is ("Debian 13 and later"), for steps
+  // that do one thing differently by release: the plan names it on each
+  // change, so a reviewer of a mixed fleet sees which one a node gets.
+  std::string variant;
   nlohmann::json params = nlohmann::json::object();  // type-specific, may hold {{ }} templates
   std::vector<std::string> restart_on;
   std::vector<std::string> reboot_on;

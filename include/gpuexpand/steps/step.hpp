@@ -35,6 +35,8 @@ struct PlannedChange {
   // A file's content change as a unified diff (current -> wanted), for
   // `plan --diff`; empty when the kind has none to show.
   std::string diff = {};
+  // The step's variant ("Debian 13 and later"), when it is one of several.
+  std::string variant = {};
 };
 
 // A step instance with every template rendered: what apply will act on,
