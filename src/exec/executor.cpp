@@ -193,7 +193,7 @@ class Execution {
     // and verification does not hold a "?" against a phase. A check whose
     // text changes with these facts was run as it read before: its result
     // is not this check's, and is dropped ("?", decided on the node).
-    FactsRequest next = facts_request_for(steps_to_probe(spec_, *run.node, playbooks_, &run.facts));
+    FactsRequest next = node_probe_request(spec_, *run.node, playbooks_, &run.facts);
     if (auto checks = run.facts.find("checks"); checks != run.facts.end() && checks->is_object()) {
       for (const auto& [key, command] : run.request.checks) {
         const auto now = next.checks.find(key);

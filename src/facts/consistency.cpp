@@ -80,7 +80,17 @@ std::map<std::string, std::string> set_facts_of(const ConsistencySet& set, const
 
 bool ConsistencySet::contains(const std::string& fact) const {
   const auto covers = [&](const std::string& p) { return pattern_covers(p, fact); };
-  return std::any_of(patterns.begin(), patterns.end(), covers) && std::none_of(dropped.begin(), dropped.end(), covers);
+  if (!std::any_of(patterns.begin(), patterns.end(), covers) || std::any_of(dropped.begin(), dropped.end(), covers)) {
+    return false;
+  }
+  // mounts[/mnt/shared].options -> /mnt/shared
+  if (fact.rfind("mounts[", 0) == 0) {
+    const size_t close = fact.rfind("].");
+    if (close != std::string::npos && !mountpoints.count(fact.substr(7, close - 7))) {
+      return std::any_of(added.begin(), added.end(), covers);
+    }
+  }
+  return true;
 }
 
 const std::vector<std::string>& default_consistency_patterns() {
@@ -99,9 +109,31 @@ ConsistencySet consistency_set(const ClusterSpec& spec) {
   // bridge interfaces come and go with its containers.
   for (const auto& name : compute_interface_names(spec)) set.patterns.push_back("network.interfaces[" + name + "].mtu");
   set.patterns.insert(set.patterns.end(), spec.reference_facts_add.begin(), spec.reference_facts_add.end());
+  set.added = spec.reference_facts_add;
   set.dropped = spec.reference_facts_drop;
   return set;
 }
+
+namespace {
+
+void add_configured_mountpoints(const json& facts, std::set<std::string>& mountpoints) {
+  // Filesystems a cluster mounts over the network: configuration even when
+  // an automounter, not fstab, mounted them.
+  static const std::set<std::string> kNetwork = {"nfs", "nfs4", "lustre", "ceph", "fuse.sshfs", "fuse.ceph",
+                                                 "beegfs", "gpfs", "glusterfs", "fuse.glusterfs", "cifs", "smb3"};
+  for (const char* list : {"fstab", "mounts"}) {
+    if (!facts.contains(list) || !facts[list].is_array()) continue;
+    for (const auto& entry : facts[list]) {
+      if (!entry.is_object() || !entry.contains("target") || !entry["target"].is_string()) continue;
+      const std::string fstype = entry.value("fstype", "");
+      if (std::string(list) == "fstab" ? fstype != "swap" : kNetwork.count(fstype) > 0) {
+        mountpoints.insert(entry["target"].get<std::string>());
+      }
+    }
+  }
+}
+
+}  // namespace
 
 FactsRequest consistency_request(const ClusterSpec& spec) {
   FactsRequest request;
@@ -132,7 +164,11 @@ FactsRequest consistency_request(const ClusterSpec& spec) {
 
 ConsistencyReport check_consistency(const ClusterSpec& spec, const std::vector<ComparedNode>& nodes,
                                     const FactsByNode& reference_facts) {
-  const ConsistencySet set = consistency_set(spec);
+  ConsistencySet set = consistency_set(spec);
+  for (const auto& [_, facts] : reference_facts) add_configured_mountpoints(facts, set.mountpoints);
+  for (const auto& compared : nodes) {
+    if (compared.facts) add_configured_mountpoints(*compared.facts, set.mountpoints);
+  }
   ConsistencyReport report;
 
   // fact -> value -> reference nodes, in the order values were first seen.

@@ -23,9 +23,13 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node) {
   return !reference.empty() && &node >= reference.data() && &node < reference.data() + reference.size();
 }
 
-FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks) {
-  FactsRequest request = facts_request_for(steps_to_probe(spec, node, playbooks));
-  if (spec.reference_nodes.empty()) return request;
+FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                const nlohmann::json* facts) {
+  FactsRequest request = facts_request_for(steps_to_probe(spec, node, playbooks, facts));
+  if (spec.reference_nodes.empty()) {
+    request.unpinned_packages.clear();  // only the consistency report needs their candidates
+    return request;
+  }
   const FactsRequest also = consistency_request(spec);
   request.packages.insert(also.packages.begin(), also.packages.end());
   request.sysctl_keys.insert(also.sysctl_keys.begin(), also.sysctl_keys.end());

@@ -528,6 +528,22 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       }
     }
   }
+  if (const auto policy = lines_of(body("package-policy")); !policy.empty() && trimmed(policy.front()) == "@@apt") {
+    // apt-cache policy: "NAME:" then "  Installed: V|(none)", "  Candidate: V|(none)", a version table.
+    json& candidates = facts["package_install_candidates"];
+    candidates = json::object();
+    std::string name;
+    for (size_t i = 1; i < policy.size(); ++i) {
+      const std::string& line = policy[i];
+      if (!line.empty() && line[0] != ' ' && line.back() == ':') {
+        name = line.substr(0, line.size() - 1);
+      } else if (const std::string t = trimmed(line); !name.empty() && t.rfind("Candidate: ", 0) == 0) {
+        const std::string version = trimmed(t.substr(11));
+        if (request.unpinned_packages.count(name) && !version.empty() && version != "(none)") candidates[name] = version;
+        name.clear();
+      }
+    }
+  }
   if (!request.services.empty()) facts["services"] = services_facts(body("services"), request.services);
   if (request.apt_sources && by_name.count("apt-sources")) facts["apt_sources"] = apt_sources_facts(body("apt-sources"));
   json modules = json::array();

@@ -89,6 +89,12 @@ std::string probe_script(const FactsRequest& request) {
     s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache madison" + names +
          " 2>/dev/null; fi\n";
   }
+  if (!request.unpinned_packages.empty()) {
+    std::string names;
+    for (const auto& p : request.unpinned_packages) names += " " + shell_quote(p);
+    s += "m package-policy; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache policy" + names +
+         " 2>/dev/null; fi\n";
+  }
   for (const auto& path : request.files) {
     const std::string q = shell_quote(path);
     s += "m file " + q + "\n";

@@ -37,6 +37,7 @@ class Package final : public StepKind {
     for (const auto& [name, version] : wanted_versions(step.params)) {
       request.packages.insert(name);
       if (!version.empty() && !absent) request.versioned_packages.insert(name);
+      if (version.empty() && !absent) request.unpinned_packages.insert(name);
     }
     for (const auto& p : replaced_patterns(step.params)) request.package_patterns.insert(p);
   }
@@ -60,7 +61,7 @@ class Package final : public StepKind {
       const Offered offered = offered_version(facts, name, wanted);
       if (!present) {
         d.add(ChangeAction::Create, target,
-              wanted.empty() ? "not installed" : "not installed, wanted " + wanted + offered.note);
+              wanted.empty() ? "not installed" + install_candidate_note(facts, name) : "not installed, wanted " + wanted + offered.note);
       } else if (!wanted.empty() && !package_version_matches(installed->get<std::string>(), wanted)) {
         d.add(ChangeAction::Update, target, installed->get<std::string>() + " installed, " + wanted + " wanted" + offered.note);
       } else if (!offered.version.empty() && offered.version != installed->get<std::string>()) {
@@ -115,7 +116,8 @@ class Package final : public StepKind {
       } else if (!version.empty()) {
         installed = version;
       } else if (!installed.is_string()) {
-        installed = "installed";
+        const std::string candidate = install_candidate(facts, name);
+        installed = candidate.empty() ? "installed" : candidate;
       }
     }
   }
@@ -188,6 +190,18 @@ class Package final : public StepKind {
   static std::optional<bool> hold_wanted(const json& params) {
     if (!params.contains("hold") || params["hold"].is_null()) return std::nullopt;
     return bool_param(params, "hold", false);
+  }
+
+  // The version apt installs NAME at, where the facts know it (reference
+  // specs ask the probe, FactsRequest::unpinned_packages): "" otherwise.
+  static std::string install_candidate(const json& facts, const std::string& name) {
+    const json* all = member(facts, "package_install_candidates");
+    const json* version = all ? member(*all, name) : nullptr;
+    return version && version->is_string() ? version->get<std::string>() : "";
+  }
+  static std::string install_candidate_note(const json& facts, const std::string& name) {
+    const std::string version = install_candidate(facts, name);
+    return version.empty() ? "" : " (" + version + " in the sources)";
   }
 
   struct Offered {

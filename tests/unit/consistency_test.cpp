@@ -8,6 +8,7 @@
 
 #include "gpuexpand/facts/facts_file.hpp"
 #include "gpuexpand/facts/gather.hpp"
+#include "gpuexpand/util/hostlist.hpp"
 #include "gpuexpand/view/facts_view.hpp"
 #include "test_support.hpp"
 
@@ -90,11 +91,14 @@ TEST(Consistency, ANodeBothReferenceAndNewIsALocatedError) {
 }
 
 TEST(Consistency, TheSetIsTheDefaultsWithTheSpecsAdditionsLessWhatItDrops) {
-  const ConsistencySet set = consistency_set(load());
+  ConsistencySet set = consistency_set(load());
   for (const char* fact : {"os.kernel", "gpus.driver_version", "gpus.count", "packages.libnccl2", "sysctl.net.core.rmem_max",
-                           "mounts[/mnt/shared].fstype", "network.interfaces[eth1].mtu", "files./etc/motd.content", "timezone"}) {
+                           "network.interfaces[eth1].mtu", "files./etc/motd.content", "timezone"}) {
     EXPECT_TRUE(set.contains(fact)) << fact;
   }
+  EXPECT_FALSE(set.contains("mounts[/mnt/shared].fstype")) << "a mount only where it is configuration";
+  set.mountpoints.insert("/mnt/shared");
+  EXPECT_TRUE(set.contains("mounts[/mnt/shared].fstype"));
   for (const char* fact : {"sysctl.vm.swappiness", "network.interfaces[eth0].mtu", "cpu.model", "os.pretty_name",
                            "files./etc/hosts.content", "gpus.temperature_c"}) {
     EXPECT_FALSE(set.contains(fact)) << fact;
@@ -112,6 +116,15 @@ TEST(Consistency, TheProbeAsksWhatTheSetNamesOnNewAndReferenceNodesAlike) {
     EXPECT_TRUE(request.packages.count("rdma-core")) << node->name;
     EXPECT_TRUE(request.files.count("/etc/motd")) << node->name;
   }
+  // Packages installed without a version: their candidates only with reference nodes.
+  std::string with_jq = kSpec;
+  with_jq.replace(with_jq.find("defaults:\n"), 10, "defaults:\n  os: {packages: [jq]}\n");
+  const ClusterSpec jq = load(with_jq);
+  ASSERT_FALSE(jq.nodes.empty());
+  EXPECT_TRUE(node_probe_request(jq, jq.nodes[0], testing::playbooks()).unpinned_packages.count("jq"));
+  const ClusterSpec plain = testing::load_spec(testing::minimal_spec("defaults:\n  os: {packages: [jq]}\n")).spec.value_or(ClusterSpec{});
+  ASSERT_FALSE(plain.nodes.empty());
+  EXPECT_TRUE(node_probe_request(plain, plain.nodes[0], testing::playbooks()).unpinned_packages.empty());
   // A reference node is only read: no step checks run there.
   EXPECT_TRUE(node_probe_request(spec, spec.reference_nodes[0], testing::playbooks()).checks.empty());
 }
@@ -166,6 +179,44 @@ TEST(Consistency, DifferencesAreFoldedByFactAndValueWithTheReferenceHosts) {
   EXPECT_EQ(document["differences"][2]["nodes"], "n[1-2]");
   EXPECT_EQ(document["reference_disagreements"][0]["values"][1]["nodes"], "r3");
   EXPECT_FALSE(document["consistent"].get<bool>());
+}
+
+// Mounts compare where they are configuration: in a compared node's fstab,
+// or a network filesystem. The mounts systemd and a container make at run
+// time (Debian 13's systemd mounts /run/credentials/* as tmpfs, Debian 12's
+// as ramfs; the root overlay's lowerdir) are not, unless facts.add says.
+TEST(Consistency, OnlyConfiguredMountsAreCompared) {
+  const ClusterSpec spec = load();
+  auto with_mounts = [](json facts, const std::string& credentials_fstype, const std::string& data_options) {
+    facts["mounts"] = json::array({{{"target", "/"}, {"source", "overlay"}, {"fstype", "overlay"}, {"options", "rw,lowerdir=/a"}},
+                                   {{"target", "/run/credentials/x.service"}, {"source", credentials_fstype},
+                                    {"fstype", credentials_fstype}, {"options", "ro"}},
+                                   {{"target", "/data"}, {"source", "/dev/md0"}, {"fstype", "xfs"}, {"options", data_options}}});
+    facts["fstab"] = json::array({{{"source", "/dev/md0"}, {"target", "/data"}, {"fstype", "xfs"}, {"options", "noatime"}}});
+    return facts;
+  };
+  FactsByNode reference = reference_facts(spec);
+  for (auto& [name, facts] : reference) {
+    facts = with_mounts(facts, "ramfs", "rw,noatime");
+    facts["mounts"].push_back({{"target", "/mnt/shared"}, {"source", "nas:/shared"}, {"fstype", "nfs4"}, {"options", "rw"}});
+  }
+  FactsByNode mine = {{"n1", with_mounts(facts_of("n1", "6.1.0-21-amd64"), "tmpfs", "rw,relatime")},
+                      {"n2", with_mounts(facts_of("n2", "6.1.0-21-amd64"), "tmpfs", "rw,noatime")}};
+  mine["n1"]["mounts"][0]["options"] = "rw,lowerdir=/b";
+  mine["n2"]["mounts"].push_back({{"target", "/mnt/shared"}, {"source", "nas:/shared"}, {"fstype", "nfs4"}, {"options", "rw"}});
+  const ConsistencyReport report = check_consistency(spec, compared(spec, mine), reference);
+  std::vector<std::string> facts;
+  for (const auto& d : report.differences) facts.push_back(d.fact + " " + fold_hostlist(d.nodes));
+  EXPECT_EQ(facts, (std::vector<std::string>{"mounts[/data].options n1", "mounts[/mnt/shared].fstype n1",
+                                             "mounts[/mnt/shared].options n1", "mounts[/mnt/shared].source n1"}));
+
+  std::string text = kSpec;
+  text.replace(text.find("files./etc/motd"), 15, "files./etc/motd, 'mounts[/run/credentials/*].fstype'");
+  const ClusterSpec added = load(text);
+  const ConsistencyReport asked = check_consistency(added, compared(added, mine), reference);
+  EXPECT_TRUE(std::any_of(asked.differences.begin(), asked.differences.end(), [](const ConsistencyDifference& d) {
+    return d.fact == "mounts[/run/credentials/x.service].fstype" && d.value == "tmpfs" && d.reference == "ramfs";
+  })) << "named in facts.add, a runtime mount is compared";
 }
 
 TEST(Consistency, AFactOnlyTheNewNodeHasIsADifference) {

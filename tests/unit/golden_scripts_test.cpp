@@ -14,6 +14,7 @@
 #include "gpuexpand/steps/action.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/facts/facts_file.hpp"
+#include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/inventory/selection.hpp"
 #include "gpuexpand/plan/controller.hpp"
@@ -69,11 +70,11 @@ TEST_P(GoldenScripts, Probe) {
   std::vector<std::pair<std::string, std::string>> bare, with_facts;
   for (const NodeSpec* selected : loaded.nodes) {
     const NodeSpec& node = *selected;
-    bare.emplace_back(node.name, probe_script(facts_request_for(steps_to_probe(loaded.spec, node, playbooks()))));
+    bare.emplace_back(node.name, probe_script(node_probe_request(loaded.spec, node, playbooks())));
     auto found = loaded.facts.find(node.name);
     if (found == loaded.facts.end() || found->second.contains("unreachable")) continue;
     with_facts.emplace_back(
-        node.name, probe_script(facts_request_for(steps_to_probe(loaded.spec, node, playbooks(), &found->second))));
+        node.name, probe_script(node_probe_request(loaded.spec, node, playbooks(), &found->second)));
   }
   expect_golden(GPUEXPAND_SOURCE_DIR, std::string("probe-") + GetParam().spec + ".sh.txt", grouped(bare));
   expect_golden(GPUEXPAND_SOURCE_DIR, std::string("probe-") + GetParam().spec + ".with-facts.sh.txt",

@@ -239,6 +239,23 @@ TEST(Planner, PackagesNameTheVersionTheSourcesOffer) {
                   "550.107.02-0ubuntu0.22.04.1 for 550"});
 }
 
+// A package installed without a version: where the facts know apt's
+// candidate (asked with reference nodes), the plan names it and predicts
+// it, so the consistency report holds the node to it; else "installed".
+TEST(Planner, AnUnpinnedPackageIsPredictedAtItsCandidate) {
+  const std::string step = "  - {id: slurm, type: package, names: [slurmd, munge]}\n";
+  auto facts = base_facts();
+  facts["packages"]["slurmd"] = nullptr;
+  facts["packages"]["munge"] = nullptr;
+  facts["package_install_candidates"]["slurmd"] = "24.11.5-4+deb13u1";
+  const NodePlan plan = plan_one("  os: {}\n", step, facts);
+  EXPECT_EQ(lines(plan), (Lines{"+ package slurmd: not installed (24.11.5-4+deb13u1 in the sources)",
+                                "+ package munge: not installed"}));
+  ASSERT_TRUE(plan.predicted_facts);
+  EXPECT_EQ((*plan.predicted_facts)["packages"]["slurmd"], "24.11.5-4+deb13u1");
+  EXPECT_EQ((*plan.predicted_facts)["packages"]["munge"], "installed");
+}
+
 // hold: true holds what it installs; a hold someone released is planned back.
 TEST(Planner, PackageHolds) {
   const std::string step =

@@ -136,6 +136,26 @@ TEST(ProbeParser, PackageCandidatesFromMadison) {
   EXPECT_NE(script.find("apt-cache madison cuda-toolkit-12-4 nvidia-driver-550 2>/dev/null"), std::string::npos);
 }
 
+// apt-cache policy's real format (tests/fixtures/apt): the candidate of a
+// package a step installs without a version, asked only with reference
+// nodes, so the consistency report compares a new node at the version it
+// will run (Debian 13's slurmd 24.11 against a Debian 12 cluster's 22.05).
+TEST(ProbeParser, InstallCandidatesFromAptCachePolicy) {
+  FactsRequest request;
+  request.packages = {"slurmd", "chrony", "no-such-package-gx"};
+  request.unpinned_packages = request.packages;
+  const std::string output = "@@gpx:package-policy\n@@apt\n" +
+                             testing::read_file(testing::source_path("tests/fixtures/apt/apt-cache-policy-trixie.txt")) +
+                             "@@gpx:end\n";
+  auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["package_install_candidates"],
+            json({{"slurmd", "24.11.5-4+deb13u1"}, {"chrony", "4.6.1-3+deb13u2"}}));
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  EXPECT_NE(probe_script(request).find("apt-cache policy chrony no-such-package-gx slurmd 2>/dev/null"), std::string::npos);
+  EXPECT_EQ(probe_script(FactsRequest{}).find("apt-cache policy"), std::string::npos) << "asked only for such packages";
+}
+
 // dpkg's "hi " is installed and held: a held package is installed (it was
 // once taken for absent) and listed in held_packages.
 TEST(ProbeParser, HeldPackagesAreInstalled) {

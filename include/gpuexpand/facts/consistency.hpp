@@ -9,6 +9,7 @@
 // as it will be after apply (the planner's predicted facts) in `plan`, and
 // as it is in `verify`. docs/consistency.md.
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,13 @@ namespace gpuexpand {
 struct ConsistencySet {
   std::vector<std::string> patterns;  // the facts compared
   std::vector<std::string> dropped;   // of those, left out
+  std::vector<std::string> added;     // the spec's own patterns (facts.add), also among `patterns`
+  // The mounts that are configuration, compared by the default mounts[*]
+  // patterns: those in some compared node's fstab, and network
+  // filesystems wherever mounted. Runtime mounts (systemd's
+  // /run/credentials/…, /dev/hugepages, a container's overlays) are only
+  // compared when facts.add names them.
+  std::set<std::string> mountpoints;
   bool contains(const std::string& fact) const;
 };
 

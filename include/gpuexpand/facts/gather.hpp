@@ -17,7 +17,10 @@ namespace gpuexpand {
 // reference nodes in the spec also what the consistency set names. A
 // reference node (of spec.reference_nodes) runs no step checks and nothing
 // is asked of a controller for it: it is only read.
-FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks);
+// With `facts` (the node's from its last probe), also what renders only
+// with them: the executor's probes after the first.
+FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
+                                const nlohmann::json* facts = nullptr);
 bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 
 // `runner` must have been made with one endpoint per entry of `nodes`, in

@@ -17,6 +17,12 @@ struct FactsRequest {
   // sources offer are facts["package_candidates"][name] (newest first), so
   // the plan can name the version "550" resolves to.
   std::set<std::string> versioned_packages;
+  // Packages a step installs without a version. With reference nodes (the
+  // consistency report) the version apt would install where one is not
+  // installed, its candidate, is facts["package_install_candidates"][name],
+  // so a new node is compared at the version it will run (node_probe_request
+  // leaves these out otherwise).
+  std::set<std::string> unpinned_packages;
   // Shell patterns of package names (cuda-drivers-[0-9]*): the installed
   // packages they match are facts["packages"] too (a step that replaces
   // another driver branch's packages must see them).
