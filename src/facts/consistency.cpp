@@ -97,7 +97,7 @@ const std::vector<std::string>& default_consistency_patterns() {
   static const std::vector<std::string> patterns = {
       "os.id",          "os.version_id", "os.arch",     "os.kernel",          "gpus.driver_version",
       "gpus.model",     "gpus.count",    "packages.*",  "sysctl.*",           "mounts[*].source",
-      "mounts[*].fstype", "mounts[*].options", "time_sync.servers", "timezone",
+      "mounts[*].fstype", "fstab[*].options", "time_sync.servers", "timezone",
   };
   return patterns;
 }

@@ -96,16 +96,40 @@ std::string located(const Step& step, const std::string& message) {
 // plans a change updates it, so later steps decide against the state the
 // node will really have by then.
 // facts at a dotted path ("gpus.driver_version") set to `value`, objects
-// made on the way.
+// made on the way. A segment "interfaces[eth1]" is the element of the list
+// `interfaces` whose name is eth1 (as facts --diff names it), made when
+// the list has none.
 void set_fact(json& facts, const std::string& path, const std::string& value) {
+  // Segments split at dots outside brackets: "interfaces[eth1.100]" is one.
+  std::vector<std::string> segments(1);
+  int depth = 0;
+  for (char c : path) {
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    if (c == '.' && depth == 0) {
+      segments.emplace_back();
+    } else {
+      segments.back() += c;
+    }
+  }
   json* at = &facts;
-  size_t from = 0;
-  while (true) {
+  for (const auto& segment : segments) {
     if (!at->is_object()) *at = json::object();
-    const size_t dot = path.find('.', from);
-    at = &(*at)[path.substr(from, dot == std::string::npos ? std::string::npos : dot - from)];
-    if (dot == std::string::npos) break;
-    from = dot + 1;
+    const size_t open = segment.find('[');
+    if (open == std::string::npos || segment.back() != ']') {
+      at = &(*at)[segment];
+      continue;
+    }
+    const std::string name = segment.substr(open + 1, segment.size() - open - 2);
+    json& list = (*at)[segment.substr(0, open)];
+    if (!list.is_array()) list = json::array();
+    auto element = std::find_if(list.begin(), list.end(), [&](const json& e) {
+      return e.is_object() && (e.value("name", "") == name || e.value("target", "") == name);
+    });
+    if (element == list.end()) {
+      list.push_back({{"name", name}});
+      element = list.end() - 1;
+    }
+    at = &*element;
   }
   *at = value;
 }
@@ -158,10 +182,12 @@ struct PhasePlanner {
       if (counts) changed[step.id] = changed[step.id] || certain;
       plan.steps.push_back({key, step.id, step.type, instance.params});
       predict_facts_after(plan.steps.back(), facts);
-      for (const auto& [path, text] : step.sets_facts) {
+      for (const auto& [path_template, text] : step.sets_facts) {
+        auto path = render_template(path_template, vars, TemplateContext::Text);
+        if (!path) return make_error(located(step, "sets_facts." + path_template + ": " + path.error().message));
         auto value = render_template(text, vars, TemplateContext::Text);
-        if (!value) return make_error(located(step, "sets_facts." + path + ": " + value.error().message));
-        if (!value.value().empty()) set_fact(facts, path, value.value());  // empty: not known from the spec
+        if (!value) return make_error(located(step, "sets_facts." + path.value() + ": " + value.error().message));
+        if (!value.value().empty()) set_fact(facts, path.value(), value.value());  // empty: not known from the spec
       }
     }
     for (auto& c : changes) {

@@ -170,6 +170,7 @@ class PlaybookChecker {
       for (const auto& [path, value] : facts->items()) {
         step.sets_facts[path] = value.is_string() ? value.get<std::string>() : value.dump();
         check_template(step.sets_facts[path], pointer + "/sets_facts/" + path, TemplateContext::Text);
+        check_template(path, pointer + "/sets_facts", TemplateContext::Text);  // an element's name may be one
       }
     }
     check_condition(step.when, pointer + "/when");

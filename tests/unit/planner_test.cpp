@@ -256,6 +256,28 @@ TEST(Planner, AnUnpinnedPackageIsPredictedAtItsCandidate) {
   EXPECT_EQ((*plan.predicted_facts)["packages"]["munge"], "installed");
 }
 
+// sets_facts names a list's element by its name, which may be a template:
+// the element is updated where it exists and made where it does not.
+TEST(Planner, SetsFactsReachesAListElementByName) {
+  const std::string steps = R"(  - id: mtu
+    type: command
+    for_each: network.compute_interfaces
+    label: "{{ item.name }}"
+    check: "false"
+    run: "true"
+    rollback: "true"
+    sets_facts:
+      "network.interfaces[{{ item.name }}].mtu": "{{ item.mtu }}"
+)";
+  auto facts = base_facts();
+  facts["network"]["interfaces"] = json::array({{{"name", "eth0"}, {"mtu", 1500}}, {{"name", "eth1.100"}, {"mtu", 1500}}});
+  const NodePlan plan = plan_one("  network: {mtu: 9000, compute_interfaces: [{name: eth1.100}, {name: ib0, mtu: 4092}]}\n",
+                                 steps, facts);
+  ASSERT_TRUE(plan.predicted_facts) << plan.message;
+  EXPECT_EQ((*plan.predicted_facts)["network"]["interfaces"],
+            json::parse(R"([{"name": "eth0", "mtu": 1500}, {"name": "eth1.100", "mtu": "9000"}, {"name": "ib0", "mtu": "4092"}])"));
+}
+
 // hold: true holds what it installs; a hold someone released is planned back.
 TEST(Planner, PackageHolds) {
   const std::string step =
