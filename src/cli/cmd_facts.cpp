@@ -21,8 +21,13 @@ struct FactsOptions : NodeCommandOptions {
   std::string facts_file;         // recorded facts instead of asking the nodes
 };
 
+// One side of --diff: nodes of the spec, or else reference nodes (read
+// only, as plan reads them).
 std::vector<const NodeSpec*> side(const ClusterSpec& spec, const std::string& term, const std::string& store) {
   auto selected = select_nodes(spec, expand_failed_limits({term}, store, spec));
+  if (!selected && !spec.reference_nodes.empty()) {
+    if (auto reference = select_reference_nodes(spec, {term})) selected = std::move(reference);
+  }
   if (!selected) {
     std::string message = selected.error().message;  // worded for --limit
     if (message.rfind("--limit: ", 0) == 0) message.erase(0, 9);
@@ -45,9 +50,11 @@ int run_facts_diff(Context& context, const FactsOptions& options, const ClusterS
   const auto a = side(spec, options.diff[0], store);
   const auto b = side(spec, options.diff[1], store);
   std::vector<const NodeSpec*> nodes;
-  for (const auto& n : spec.nodes) {
-    const auto in = [&](const std::vector<const NodeSpec*>& s) { return std::find(s.begin(), s.end(), &n) != s.end(); };
-    if (in(a) || in(b)) nodes.push_back(&n);
+  for (const auto* list : {&spec.nodes, &spec.reference_nodes}) {
+    for (const auto& n : *list) {
+      const auto in = [&](const std::vector<const NodeSpec*>& s) { return std::find(s.begin(), s.end(), &n) != s.end(); };
+      if (in(a) || in(b)) nodes.push_back(&n);
+    }
   }
   FactsByNode facts;
   if (!options.facts_file.empty()) {

@@ -31,9 +31,9 @@ namespace {
 
 class Selector {
  public:
-  explicit Selector(const ClusterSpec& spec) : spec_(spec) {
-    for (size_t i = 0; i < spec.nodes.size(); ++i) {
-      const NodeSpec& n = spec.nodes[i];
+  explicit Selector(const std::vector<NodeSpec>& nodes) : nodes_(nodes) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const NodeSpec& n = nodes[i];
       by_name_.emplace(n.name, i);
       if (!n.rack.empty()) racks_.insert(n.rack);
       groups_.insert(n.groups.begin(), n.groups.end());
@@ -61,8 +61,8 @@ class Selector {
                             (missing.size() == 1 ? " is not a node" : " are not nodes") + " of this spec";
       if (missing.size() == 1) {
         std::vector<std::string> all;
-        all.reserve(spec_.nodes.size());
-        for (const auto& n : spec_.nodes) all.push_back(n.name);
+        all.reserve(nodes_.size());
+        for (const auto& n : nodes_) all.push_back(n.name);
         if (auto s = closest_match(missing.front(), all)) message += " (did you mean '" + *s + "'?)";
       }
       return make_error(message);
@@ -81,8 +81,8 @@ class Selector {
       return make_error(message);
     }
     std::vector<size_t> out;
-    for (size_t i = 0; i < spec_.nodes.size(); ++i) {
-      const NodeSpec& n = spec_.nodes[i];
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      const NodeSpec& n = nodes_[i];
       const bool match = is_rack ? n.rack == value
                                  : std::find(n.groups.begin(), n.groups.end(), value) != n.groups.end();
       if (match) out.push_back(i);
@@ -90,22 +90,20 @@ class Selector {
     return out;
   }
 
-  const ClusterSpec& spec_;
+  const std::vector<NodeSpec>& nodes_;
   std::unordered_map<std::string, size_t> by_name_;
   std::set<std::string> racks_, groups_;
 };
 
-}  // namespace
-
-Result<std::vector<const NodeSpec*>> select_nodes(const ClusterSpec& spec, const std::vector<std::string>& limits) {
+Result<std::vector<const NodeSpec*>> select_from(const std::vector<NodeSpec>& nodes, const std::vector<std::string>& limits) {
   std::vector<const NodeSpec*> out;
   if (limits.empty()) {
-    out.reserve(spec.nodes.size());
-    for (const auto& n : spec.nodes) out.push_back(&n);
+    out.reserve(nodes.size());
+    for (const auto& n : nodes) out.push_back(&n);
     return out;
   }
-  Selector selector(spec);
-  std::vector<bool> included(spec.nodes.size(), false), excluded(spec.nodes.size(), false);
+  Selector selector(nodes);
+  std::vector<bool> included(nodes.size(), false), excluded(nodes.size(), false);
   bool any_inclusion = false;
   for (const auto& limit : limits) {
     for (std::string term : split_limit_terms(limit)) {
@@ -118,12 +116,23 @@ Result<std::vector<const NodeSpec*>> select_nodes(const ClusterSpec& spec, const
       for (size_t i : indices.value()) (exclude ? excluded : included)[i] = true;
     }
   }
-  for (size_t i = 0; i < spec.nodes.size(); ++i) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
     // Only exclusions: start from every node, as Ansible's --limit '!x' does.
-    if ((included[i] || !any_inclusion) && !excluded[i]) out.push_back(&spec.nodes[i]);
+    if ((included[i] || !any_inclusion) && !excluded[i]) out.push_back(&nodes[i]);
   }
   if (out.empty()) return make_error("--limit selects no nodes");
   return out;
+}
+
+}  // namespace
+
+Result<std::vector<const NodeSpec*>> select_nodes(const ClusterSpec& spec, const std::vector<std::string>& limits) {
+  return select_from(spec.nodes, limits);
+}
+
+Result<std::vector<const NodeSpec*>> select_reference_nodes(const ClusterSpec& spec, const std::vector<std::string>& limits) {
+  if (spec.reference_nodes.empty()) return make_error("--limit: the spec has no reference nodes");
+  return select_from(spec.reference_nodes, limits);
 }
 
 }  // namespace gpuexpand

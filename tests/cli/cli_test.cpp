@@ -957,6 +957,15 @@ TEST(Cli, PlanReportsDifferencesFromTheReferenceNodes) {
   EXPECT_EQ(doc["consistency"]["reference_nodes"], "gpu-node-001");
   EXPECT_EQ(doc["consistency"]["nodes"], "gpu-node-[002-003]");
   EXPECT_FALSE(doc["consistency"]["consistent"].get<bool>());
+  // facts --diff names a reference node as it names a node.
+  auto diff = run_gpuexpand({"facts", dir + "/spec.yaml", "--facts", kH200Facts, "--diff", "gpu-node-001", "gpu-node-002",
+                             "-o", "json", "--state", dir + "/state.db"});
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+  const auto facts_doc = nlohmann::json::parse(diff.out);
+  EXPECT_EQ(facts_doc["a"], "gpu-node-001");
+  EXPECT_EQ(facts_doc["b"], "gpu-node-002");
+  auto typo = run_gpuexpand({"facts", dir + "/spec.yaml", "--facts", kH200Facts, "--diff", "gpu-node-00", "gpu-node-002"});
+  EXPECT_EQ(typo.err.rfind("gpuexpand: error: --diff gpu-node-00: gpu-node-00 is not a node of this spec", 0), 0u) << typo.err;
 }
 
 }  // namespace

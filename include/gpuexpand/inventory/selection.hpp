@@ -21,6 +21,9 @@
 namespace gpuexpand {
 
 Result<std::vector<const NodeSpec*>> select_nodes(const ClusterSpec& spec, const std::vector<std::string>& limits);
+// The same terms over cluster.reference's nodes (facts --diff compares a
+// new node with one in service).
+Result<std::vector<const NodeSpec*>> select_reference_nodes(const ClusterSpec& spec, const std::vector<std::string>& limits);
 
 // Splits "a[1,2],rack=x" into {"a[1,2]", "rack=x"}.
 std::vector<std::string> split_limit_terms(const std::string& limit);
