@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Recipe of the lab's base image: the read-only lower layer every node boots.
 #
-# Usage: base-recipe.sh ROOTFS   (run by `lab up`; ROOTFS must not exist yet)
+# Usage: base-recipe.sh ROOTFS [SUITE]   (run by `lab up`; ROOTFS must not exist yet;
+#        SUITE: the Debian release, bookworm unless a node was asked for as another)
 #
 # `lab` hashes this file: any change here makes the next `lab up` build a
 # fresh base (and, as they derive from it, a fresh mirror and controller
@@ -11,7 +12,7 @@
 set -euo pipefail
 
 rootfs=${1:?usage: base-recipe.sh ROOTFS}
-suite=bookworm
+suite=${2:-bookworm}
 mirror=${GXLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 # The package set LAB.md verified to boot under systemd-nspawn, nothing more.

@@ -7,7 +7,7 @@
 # through gpuexpand's os.repositories.
 with_lab_source() {
   local node=$1 command=$2 addr
-  addr=$(awk -v n="$node" '$1 == n {print $2}' <<<"$("$lab" status 2>/dev/null)")
+  addr=$("$lab" addr "$node") || return 1
   ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
     -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes -o ConnectTimeout=5 \
     -o LogLevel=ERROR "root@$addr" "install -d -m 0755 /run/gxlab-test && cat >/run/gxlab-test/key.gpg &&

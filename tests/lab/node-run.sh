@@ -41,8 +41,10 @@ while :; do
   # being told to use it: only then is the node's /sys mounted for that
   # namespace (/sys/class/net shows eth0/eth1, not the host's links), while
   # nspawn still treats the network as private (CAP_NET_ADMIN for the phases'
-  # MTU steps; /proc/sys stays read-only, net.* included).
-  nsenter --net="/run/netns/$netns" systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
+  # MTU steps). /proc/sys is read-only but for net.*: SYSTEMD_NSPAWN_API_VFS_WRITABLE=network
+  # (systemd's docs/ENVIRONMENT.md) leaves /proc/sys/net writable, and what
+  # the node writes there is its own namespace's, never the host's.
+  SYSTEMD_NSPAWN_API_VFS_WRITABLE=network nsenter --net="/run/netns/$netns" systemd-nspawn -q -D "$root" --boot --register=no --keep-unit \
     --network-namespace-path="/run/netns/$netns" --capability=CAP_NET_ADMIN -M "$name" --timezone=off \
     --console=passive "$@" </dev/null &
   child=$!

@@ -62,7 +62,7 @@ sshn() { # NODE COMMAND — strict host keys, the lab's own known_hosts
   local node=$1
   shift
   local addr
-  addr=$(awk -v n="$node" '$1 == n {print $2}' <<<"$("$lab" status 2>/dev/null)")
+  addr=$("$lab" addr "$node") || return 1
   ssh -i "$client/id_ed25519" -o IdentitiesOnly=yes -o UserKnownHostsFile="$client/known_hosts" \
     -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -o BatchMode=yes \
     -o ConnectTimeout=5 -o LogLevel=ERROR "root@$addr" "$@" </dev/null
