@@ -13,6 +13,7 @@
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/inventory/selection.hpp"
+#include "gpuexpand/playbook/variables.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 
 namespace gpuexpand::cli {
@@ -23,7 +24,7 @@ struct DoctorOptions : NodeCommandOptions {
 };
 
 struct NodeReading {
-  CommandOutcome probe, extras;
+  CommandOutcome probe, extras, storage;
   long long answered_at = 0;  // this machine's clock when the extras came back
 };
 
@@ -61,6 +62,9 @@ int run_doctor(Context& context, const DoctorOptions& options) {
         readings[i].extras = o;
         readings[i].answered_at = static_cast<long long>(std::time(nullptr));
       });
+      if (const std::string storage = doctor_storage_script(playbook_variables(spec, *nodes[i])); !storage.empty()) {
+        runner->submit(i, shell_script(storage), [&, i](const CommandOutcome& o) { readings[i].storage = o; });
+      }
     }
     runner->run();
     audited.finish(kExitOk);
@@ -79,6 +83,9 @@ int run_doctor(Context& context, const DoctorOptions& options) {
     } else {
       const DoctorExtras extras = r.extras.ok() ? parse_doctor_extras(r.extras.out) : DoctorExtras{};
       per_node[i] = diagnose_node(*nodes[i], *facts, extras, r.answered_at);
+      if (r.storage.ok()) {
+        for (auto& f : storage_findings(nodes[i]->name, r.storage.out)) per_node[i].push_back(std::move(f));
+      }
     }
     for (const auto& f : per_node[i]) ++(f.error ? errors : warnings);
     if (!per_node[i].empty()) ++troubled;
@@ -126,7 +133,8 @@ void add_doctor_command(CLI::App& app, Action& action) {
               "Checks: this machine's key, known_hosts entries and local files; per node the connection (DNS,\n"
               "port, host key, authentication, sudo), disk space, clock skew and time sync, the GPUs (driver\n"
               "loaded, library mismatch, count, model, persistence, device files, ECC, Xid errors, fabric\n"
-              "manager), compute interfaces (up, MTU), RDMA devices and ports, mounts, and slurmd with the\n"
+              "manager), compute interfaces (up, MTU), RDMA devices and ports, mounts (and the write rate\n"
+              "of each share with a minimum: 32 MiB written, read back, removed), and slurmd with the\n"
               "node's state in Slurm. Exit 0: no errors (warnings allowed); 3: errors found.");
 }
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/local_file.hpp"
 #include "json_read.hpp"
@@ -425,6 +426,42 @@ DoctorExtras parse_doctor_extras(const std::string& output) {
   return extras;
 }
 
+std::string doctor_storage_script(const nlohmann::json& vars) {
+  json settings = acceptance_settings(vars);
+  json mounts = json::array();
+  for (const auto& m : settings.value("mounts", json::array())) {
+    if (m.is_object() && m.value("min_mbps", 0L) > 0) mounts.push_back(m);
+  }
+  if (mounts.empty()) return "";
+  settings["mounts"] = mounts;
+  settings["checks"] = json::array({"storage"});
+  return acceptance_script(settings, {}, AcceptanceMode::Verify);
+}
+
+std::vector<Finding> storage_findings(const std::string& node, const std::string& output) {
+  std::vector<Finding> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    // One line per mount: parsed one by one, not merged into one check.
+    for (const auto& r : parse_acceptance_output(line)) {
+      if (r.check != "storage" || r.status != CheckStatus::Fail) continue;
+      const auto ends_with = [&](const char* tail) {
+        const std::string t(tail);
+        return r.detail.size() >= t.size() && r.detail.compare(r.detail.size() - t.size(), t.size(), t) == 0;
+      };
+      if (ends_with(" is not mounted")) continue;
+      const bool slow = r.detail.find(" below the minimum ") != std::string::npos;
+      out.push_back({node, "storage", true, r.detail,
+                     slow ? "the server's load and the path to it (iperf3 to the server; ethtool -S for drops); the "
+                            "mount options (nfs: rsize/wsize 1048576, nconnect; lustre: lfs getstripe); the spec's "
+                            "storage[].min_throughput_mbps"
+                          : "mount | grep the mountpoint (mounted ro?); the export's options (root_squash makes root "
+                            "nobody); dmesg for I/O errors"});
+    }
+  }
+  return out;
+}
+
 Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message, const SshSettings& ssh) {
   const std::string address = node.address.empty() ? node.name : node.address;
   std::string next;
@@ -507,7 +544,10 @@ std::vector<Finding> diagnose_local(const ClusterSpec& spec, const std::vector<c
   fs::path dir = fs::path(state_path).parent_path();
   if (dir.empty()) dir = ".";
   while (!dir.empty() && !fs::exists(dir) && dir != dir.parent_path()) dir = dir.parent_path();
-  if (::access(dir.c_str(), W_OK) != 0) {
+  // The nearest folder that exists must be one, and writable (as root
+  // every folder is writable: a file in the way is what stops the store).
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec) || ::access(dir.c_str(), W_OK) != 0) {
     findings.push_back({"", "local", true, "cannot write the state store's folder " + dir.string(),
                         "apply records runs and locks in " + state_path + ": --state PATH elsewhere, or fix its permissions"});
   }

@@ -4,6 +4,8 @@
 // (tests/lab/apply-test.sh, "doctor").
 
 #include <gtest/gtest.h>
+
+#include "gpuexpand/playbook/variables.hpp"
 #include <stdlib.h>
 
 #include <filesystem>
@@ -126,6 +128,31 @@ TEST_F(DoctorTest, StorageSchedulerDiskAndClock) {
 // Slurm's reason is in the finding (the controller's words, as the probe
 // read them), and a RealMemory above the node's memory is named: Slurm
 // drains such a node as "Low RealMemory".
+// Storage throughput: acceptance's write test of each mount with a minimum,
+// its lines read one by one (the script run for real through /bin/sh on a
+// temporary directory standing for the mount is acceptance's own test).
+TEST_F(DoctorTest, StorageSlowerThanItsMinimumOrNotWritable) {
+  const json vars = playbook_variables(*spec_, spec_->nodes.front());
+  const std::string script = doctor_storage_script(vars);
+  EXPECT_NE(script.find("dd if=/dev/zero of=\"$f\" bs=1M count=32 conv=fsync"), std::string::npos) << script;
+  EXPECT_NE(script.find("/mnt/shared/.gpuexpand-acceptance-node-01"), std::string::npos);
+  EXPECT_EQ(script.find("scontrol"), std::string::npos) << "only the storage check";
+  json none = vars;
+  for (auto& m : none["storage"]) m.erase("min_throughput_mbps");
+  EXPECT_EQ(doctor_storage_script(none), "") << "no minimum, nothing to measure";
+
+  const std::string output =
+      "@@check storage fail 1.2 /mnt/shared: 3 MB/s write, below the minimum 50 MB/s\n"
+      "@@check storage fail 0.0 /mnt/scratch is not mounted\n"
+      "@@check storage fail 0.1 /mnt/ro is not writable\n"
+      "@@check storage pass 0.4 /mnt/fast: writable, 900 MB/s write, read back\n@@end\n";
+  std::vector<std::string> what;
+  for (const auto& f : storage_findings("node-01", output)) what.push_back(f.area + ": " + f.what + (f.error ? "" : " (warn)"));
+  EXPECT_EQ(what, (std::vector<std::string>{"storage: /mnt/shared: 3 MB/s write, below the minimum 50 MB/s",
+                                            "storage: /mnt/ro is not writable"}));
+  EXPECT_NE(storage_findings("node-01", output).front().next.find("iperf3"), std::string::npos);
+}
+
 TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
   facts_["scheduler"]["slurm"]["real_memory_mb"] = 2048000;
   facts_["memory_mib"] = 2015000;
@@ -199,10 +226,17 @@ TEST_F(DoctorTest, ThisMachineKeyKnownHostsAndLocalFiles) {
   for (const auto& f : diagnose_local(*spec_, nodes, dir + "/.gpuexpand/state.db")) {
     got.push_back(std::string(f.error ? "ERROR " : "warn ") + f.what);
   }
+  // A file where the store's folder would be (as root, every folder is writable).
+  std::ofstream(dir + "/not-a-folder") << "";
+  bool file_in_the_way = false;
+  for (const auto& f : diagnose_local(*spec_, nodes, dir + "/not-a-folder/state.db")) {
+    file_in_the_way = file_in_the_way || f.what == "cannot write the state store's folder " + dir + "/not-a-folder";
+  }
   std::filesystem::remove_all(dir);
   ASSERT_GE(got.size(), 2u);
   EXPECT_EQ(got[0], "ERROR cannot read the SSH key " + dir + "/no_such_key");
   EXPECT_EQ(got[1], "warn 5 node(s) not in " + dir + "/known_hosts: node-02, node-03, node-04, node-05, node-06");
+  EXPECT_TRUE(file_in_the_way);
 }
 
 }  // namespace

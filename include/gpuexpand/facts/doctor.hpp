@@ -33,6 +33,15 @@ struct DoctorExtras {
 };
 DoctorExtras parse_doctor_extras(const std::string& output);
 
+// The write test of each of the node's mounts whose spec sets a minimum
+// (storage[].min_throughput_mbps): acceptance's storage check, as verify
+// runs it (32 MiB written with fsync, read back, the file removed). "" when
+// no mount has a minimum. `vars`: the node's playbook variables.
+std::string doctor_storage_script(const nlohmann::json& vars);
+// Its answer as findings: a share slower than its minimum, or not
+// writable. A mount that is not mounted is the facts' finding already.
+std::vector<Finding> storage_findings(const std::string& node, const std::string& output);
+
 // A node that could not be reached: why, and what to check first.
 Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message,
                            const SshSettings& ssh);

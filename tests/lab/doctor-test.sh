@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# `gpuexpand doctor` against lab nodes put into the states the
+# troubleshooting table names (issue 14): node-10 (converged) broken the
+# ways real nodes break, one at a time or together: an uncorrectable ECC
+# error, a GPU device file gone, persistence off, the compute link down,
+# the disk full, fstab's mount options edited, the share slower than the
+# spec's minimum, Slurm's GRES above the GPUs visible; node-07 reached as a
+# user whose sudo rights are gone (after lab_sudo); reaching node-10 on a
+# wrong port, with a changed host key, an unauthorized key, a name no DNS
+# knows; this machine's key, known_hosts and store unusable. Each finding
+# is checked by its words and doctor's exit code; node-08 (in service)
+# stays without findings throughout.
+#
+# Not here, because one machine cannot be put into that state: clock skew
+# (every node shares the host's clock), the kernel's Xid lines (the kernel
+# log is the host's), RDMA ports (no RDMA stand-in yet), a RealMemory above
+# the node's memory (Slurm would drain the shared controller's node):
+# tests/unit/doctor_test.cpp covers those on edited facts.
+#
+# Needs a running lab with 10 nodes, after lab_sudo (node-07's user ops).
+# GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
+# Last line: "N passed, M failed"; exit 0 only if nothing failed.
+set -uo pipefail
+
+# shellcheck source=tests/lab/test-lib.sh
+source "$(dirname "$(readlink -f "$0")")/test-lib.sh"
+state=$work/state.db
+# Whatever a section breaks is mended on the way out, failed or not.
+mend() {
+  "$lab" unfill node-10 >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap mend EXIT
+
+[[ -x "$gx" ]] || { echo "no gpuexpand binary at $gx"; bad "binary present"; finish; }
+grep -q '^node-10 ' <<<"$("$lab" status 2>/dev/null)" || { bad "lab is up with 10 nodes"; finish; }
+"$lab" spec >"$work/lab.yaml"
+converged "$work/lab.yaml" 'node-[08,10]'
+
+doctor() { # SPEC ARGS… — sets $out and $rc
+  gxrun doctor "$@" --state "$state"
+}
+has() { # TEXT — a line of doctor's output is exactly TEXT (an ERROR/warn line with its area)
+  grep -qxF -- "$1" <<<"$out" || { echo "    no line: $1"; return 1; }
+}
+has_like() { # ERE — a line of doctor's output matches
+  grep -qE -- "$1" <<<"$out" || { echo "    no line like: $1"; return 1; }
+}
+
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
+check "doctor: node-08 and node-10 in service, no findings (exit 0)" test "$rc" -eq 0
+
+# ---------------------------------------------------------------- the GPUs
+# The stand-in driver's hardware state (/etc/nvidia-lab.conf, the device
+# files it made at load): GPU 3's memory failed, /dev/nvidia7 is gone,
+# nvidia-persistenced stopped.
+sshn node-10 "echo 'ECC_UNCORRECTED=\"0 0 0 2 0 0 0 0\"' >>/etc/nvidia-lab.conf; rm -f /dev/nvidia7; systemctl stop nvidia-persistenced"
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
+check "GPUs: errors found (exit 3)" test "$rc" -eq 3
+check "  GPU 3's uncorrectable ECC errors" has "  ERROR gpu: GPU 3: 2 uncorrectable ECC errors"
+check "  a device file missing" has "  ERROR gpu: 7 of 8 /dev/nvidia* device files"
+check "  persistence mode off" has "  warn  gpu: persistence mode off"
+check "  node-08 has none" bash -c '! grep -q "^node-08$" <<<"$1"' _ "$out"
+sshn node-10 "sed -i '/^ECC_UNCORRECTED=/d' /etc/nvidia-lab.conf; /usr/lib/nvidia-lab/nvidia-lab-load; systemctl start nvidia-persistenced"
+
+# ---------------------------------------------------------------- network, storage, disk
+sshn node-10 "ip link set eth1 down; cp -p /etc/fstab /root/fstab.gx-test; sed -i 's/allow_other,reconnect,/allow_other,/' /etc/fstab"
+"$lab" fill node-10 >/dev/null
+doctor "$work/lab.yaml" --limit node-10
+check "network, storage, disk: errors found (exit 3)" test "$rc" -eq 3
+check "  the compute link down" has "  ERROR network: eth1 is down"
+check "  fstab's options edited" has_like "^  warn  storage: shared: fstab mounts /mnt/shared with allow_other,IdentityFile=/root/.ssh/id_ed25519, the spec wants allow_other,reconnect,IdentityFile=/root/.ssh/id_ed25519$"
+check "  the disk full" has_like "^  ERROR disk: [0-9]+ MiB free under /var/lib/gpuexpand \(at least 1024 MiB needed\)$"
+"$lab" unfill node-10 >/dev/null
+sshn node-10 "ip link set eth1 up; cp -p /root/fstab.gx-test /etc/fstab; rm -f /root/fstab.gx-test"
+
+# The share, measured as acceptance measures it, against a minimum no
+# sshfs on this machine reaches.
+spec_with "$work/fast-share.yaml" '.defaults.storage[0].min_throughput_mbps = 100000'
+doctor "$work/fast-share.yaml" --limit node-10
+check "storage below the spec's minimum: exit 3" test "$rc" -eq 3
+check "  named with the rate measured" has_like "^  ERROR storage: /mnt/shared: [0-9]+ MB/s write, below the minimum 100000 MB/s$"
+check "  and what to look at next" grep -q "next: the server's load and the path to it (iperf3" <<<"$out"
+check "  the test file is gone from the share" on node-10 0 "ls -A /mnt/shared | grep -c gpuexpand-acceptance"
+
+# ---------------------------------------------------------------- Slurm's GRES above the GPUs visible
+# Four GPUs left (a GPU fell off the bus): Slurm still offers the eight the
+# node registered with.
+sshn node-10 "sed -i 's/^COUNT=.*/COUNT=4/' /etc/nvidia-lab.conf && /usr/lib/nvidia-lab/nvidia-lab-load"
+doctor "$work/lab.yaml" --limit node-10
+check "four of eight GPUs left: exit 3" test "$rc" -eq 3
+check "  the GPUs visible" has "  ERROR gpu: 4 GPUs visible, 8 expected"
+check "  Slurm offering more than the node has" has_like "^  ERROR scheduler: Slurm offers 8 GPUs \(GRES gpu:8\), 4 "
+sshn node-10 "sed -i 's/^COUNT=.*/COUNT=8/' /etc/nvidia-lab.conf && /usr/lib/nvidia-lab/nvidia-lab-load"
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
+check "every state mended: no findings again (exit 0)" test "$rc" -eq 0
+
+# ---------------------------------------------------------------- reaching the nodes
+# node-07's user ops lost its sudoers line (the end of lab_sudo).
+spec_with "$work/sudo.yaml" '.ssh += {user: "ops", become: "sudo"}'
+doctor "$work/sudo.yaml" --limit node-07
+check "sudo without a password gone: exit 3" test "$rc" -eq 3
+check "  named" has_like "^  ERROR connection: node-07 \(198\.18\.0\.17\): sudo needs a password for ops"
+check "  with the line to give" grep -q "next: give ops NOPASSWD sudo on the node (docs/security.md lists the line)" <<<"$out"
+
+spec_with "$work/port.yaml" '.ssh.port = 2222 | .ssh.connect_timeout = 3'
+doctor "$work/port.yaml" --limit node-10
+check "a port sshd does not listen on: refused, exit 3" has_like "^  ERROR connection: node-10 \(198\.18\.0\.20\).*refused"
+check "  next: the port" grep -q "is sshd running on port 2222, a firewall?" <<<"$out"
+
+# A known_hosts whose entry for node-10 carries node-08's key (a reinstalled node).
+sed "s|^198.18.0.20,node-10 .*|198.18.0.20,node-10 $(cut -d' ' -f2,3 <<<"$(grep '^198.18.0.18,node-08 ' "$client/known_hosts")")|" \
+  "$client/known_hosts" >"$work/known_hosts.changed"
+spec_with "$work/changed.yaml" ".ssh.known_hosts = \"$work/known_hosts.changed\""
+doctor "$work/changed.yaml" --limit node-10
+check "a changed host key: exit 3" test "$rc" -eq 3
+check "  named, never accepted" has_like "^  ERROR connection: node-10 .*(changed|CHANGED)"
+check "  next: verify it out of band" grep -q "reinstalled? verify the new key out of band, then ssh-keygen -R 198.18.0.20" <<<"$out"
+
+ssh-keygen -q -t ed25519 -N '' -f "$work/stranger" -C stranger
+spec_with "$work/stranger.yaml" ".ssh.identity_file = \"$work/stranger\""
+doctor "$work/stranger.yaml" --limit node-10
+check "a key the node does not know: exit 3" test "$rc" -eq 3
+check "  authentication named" has_like "^  ERROR connection: node-10 .*(authentication|Authentication)"
+check "  next: authorized_keys" grep -q "is the public key of $work/stranger in ~root/.ssh/authorized_keys on the node?" <<<"$out"
+
+spec_with "$work/dns.yaml" '.nodes = [{name: "node-10-gone.invalid"}]'
+doctor "$work/dns.yaml"
+check "a name no DNS knows: exit 3" test "$rc" -eq 3
+check "  next: getent hosts" grep -q "next: getent hosts node-10-gone.invalid on this machine" <<<"$out"
+
+# ---------------------------------------------------------------- this machine
+: >"$work/known_hosts.empty"
+spec_with "$work/local.yaml" ".ssh.identity_file = \"$work/no-such-key\" | .ssh.known_hosts = \"$work/known_hosts.empty\""
+touch "$work/not-a-folder"
+gxrun doctor "$work/local.yaml" --limit node-10 --state "$work/not-a-folder/state.db"
+check "this machine: exit 3" test "$rc" -eq 3
+check "  the SSH key it cannot read" has_like "^  ERROR local: cannot read the SSH key $work/no-such-key$"
+check "  node-10 not in known_hosts" has_like "^  warn  local: 1 node\(s\) not in $work/known_hosts.empty: node-10$"
+check "  the store's folder it cannot write" has_like "^  ERROR local: cannot write the state store's folder $work/not-a-folder"
+
+finish
