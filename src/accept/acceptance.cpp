@@ -596,7 +596,8 @@ AcceptanceCommand release_command(const json& settings) {
                " || exit 1; fi; ";
   }
   const std::string record = acceptance_record(settings);
-  command += "mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && cat > \"$t\" && " +
+  command += std::string("mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && ") +
+             kRemoveTempOnExit + " && cat > \"$t\" && " +
              holds_bytes_test("\"$t\"", record.size()) + " && chmod 0644 \"$t\" && mv -f \"$t\" " +
              q(kAcceptanceRecordPath) + " || { rm -f \"$t\"; exit 1; }";
   return {command, record};

@@ -19,7 +19,8 @@ ActionCommand write_file_action(const nlohmann::json& p) {
   const std::string qp = shell_quote(param_text(p, "path"));
   const std::string content = param_text(p, "content");
   std::string command = "d=$(dirname -- " + qp +
-                        ") && mkdir -p -- \"$d\" && t=$(mktemp \"$d/.gpuexpand.XXXXXX\") && cat > \"$t\" && " +
+                        ") && mkdir -p -- \"$d\" && t=$(mktemp \"$d/.gpuexpand.XXXXXX\") && " + kRemoveTempOnExit +
+                        " && cat > \"$t\" && " +
                         holds_bytes_test("\"$t\"", content.size());
   command += ownership_commands(p, "\"$t\"");
   command += " && mv -f -- \"$t\" " + qp + " || { rm -f -- \"$t\"; exit 1; }";

@@ -135,6 +135,45 @@ row_link_cut() {
   check "  node-06 completed" step_done node-06
 }
 
+# ---------------------------------------------------------------- the link cut while a file's content is sent
+# A 512 KiB file over node-06's slowed link (a 32 KB/s queue: 16 s): the
+# link is cut while the node writes the temp file. The file is the old one
+# (never half a file), the run names the lost connection; the node's
+# `cat` waits for the rest until the command's limit (30 s here), and then
+# the temp file goes with it; healed, the next apply writes it whole.
+row_write_cut() {
+  local big=$work/big target=/var/lib/gpuexpand-test/big.conf
+  rm -rf "$big" && mkdir -p "$big" && cp -r "$work/schemas" "$work/playbooks" "$big/"
+  {
+    printf '\n  - id: big-file-for-tests\n    type: file\n    path: %s\n    mode: "0644"\n    content: |\n' "$target"
+    for i in $(seq 1 8192); do printf '      line %05d of a big configuration file, 64 bytes each..........\n' "$i"; done
+  } >>"$big/playbooks/40-storage.yaml"
+  spec_with "$work/write-cut.yaml" '.ssh.connect_timeout = 5 | .ssh.keepalive_interval = 2 | .ssh.command_timeout = 30'
+  work_for node-06
+  sshn node-06 "mkdir -p /var/lib/gpuexpand-test && printf 'before\n' >$target"
+  "$lab" slow node-06 80ms >/dev/null
+  "$gx" --data-dir "$big" apply -y "$work/write-cut.yaml" --until storage --limit node-06 --state "$state" >"$work/write-cut.log" 2>&1 &
+  victim=$!
+  partial() { [[ $(sshn node-06 "cat /var/lib/gpuexpand-test/.gpuexpand.* 2>/dev/null | wc -c") -gt 0 ]]; }
+  check "write cut: the temp file is being written" eventually 60 partial
+  "$lab" cut node-06 >/dev/null
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/write-cut.log" | grep -v '^      line '
+  "$lab" heal node-06 >/dev/null
+  "$lab" fast node-06 >/dev/null
+  check "link cut mid-content: exit 3" test "$rc" -eq 3
+  check "  the lost connection is named" grep -q "node-06: phase storage, step big-file-for-tests: .*connection lost" "$work/write-cut.log"
+  check "  the file is the old one, whole" on node-06 before "cat $target"
+  no_temp() { [[ -z $(sshn node-06 "ls -A /var/lib/gpuexpand-test | grep '^[.]gpuexpand[.]'") ]]; }
+  check "  at the command's limit the waiting write stops and its temp file goes" eventually 60 no_temp
+  check "  store consistent" store_ok "$state"
+  gxrun --data-dir "$big" apply -y "$work/write-cut.yaml" --until storage --limit node-06 --state "$state"
+  check "  healed, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  and writes the file whole" on node-06 "8192 $((8192 * 64))" "echo \$(wc -l <$target) \$(wc -c <$target)"
+  sshn node-06 "rm -f $target"
+}
+
 # ---------------------------------------------------------------- a step that hangs past its time limit
 row_hung_step() {
   spec_with "$work/limit.yaml" '.ssh.connect_timeout = 5 | .ssh.command_timeout = 5'
@@ -274,7 +313,7 @@ row_storage_server_gone() {
 
 # Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
 rows=("$@")
-((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
+((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }

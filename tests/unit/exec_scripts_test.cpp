@@ -12,6 +12,7 @@
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/steps/action.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
 
@@ -151,6 +152,13 @@ TEST(StepActions, FileIsWrittenAtomicallyFromStdin) {
   EXPECT_NE(cut.status, 0);
   EXPECT_EQ(slurp(path), old);
   EXPECT_EQ(run_sh("ls -A " + path.substr(0, path.rfind('/'))).out, "x.conf\n");
+  // The link is cut instead: the content stops coming but its end never
+  // arrives, until the node stops the command at its limit (every command
+  // runs under `timeout -k 5 LIMIT sh -c`): the temp file goes with it.
+  auto stalled = run_sh("{ printf 'a'; sleep 3; } | timeout -k 1 1 sh -c " + shell_quote(action->command));
+  EXPECT_NE(stalled.status, 0);
+  EXPECT_EQ(slurp(path), old);
+  EXPECT_EQ(run_sh("ls -A " + path.substr(0, path.rfind('/'))).out, "x.conf\n") << "no half-written temp file left";
   run_sh("rm -rf /tmp/gpx-exec-" + std::to_string(::getpid()) + "-out");
 }
 

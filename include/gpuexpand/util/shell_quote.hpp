@@ -27,6 +27,13 @@ inline std::string holds_bytes_test(const std::string& file, std::size_t bytes) 
   return "[ $(wc -c < " + file + ") -eq " + std::to_string(bytes) + " ]";
 }
 
+// After `t=$(mktemp …)` of a file fed from stdin: the temp file goes when
+// the shell ends without having renamed it, also when the node stops the
+// command (timeout's TERM at the command's limit, HUP from sshd). A session
+// whose link was cut leaves `cat > "$t"` waiting for the rest of the
+// content until then; without this the half-written file stayed.
+inline constexpr const char* kRemoveTempOnExit = "trap 'rm -f -- \"$t\"' EXIT && trap 'exit 1' HUP INT TERM";
+
 // The first lines of every script gpuexpand sends to `sh -s` that runs
 // node tools: the C locale (parsers read English output) and a PATH with
 // the sbin directories a non-login shell may lack.
