@@ -287,6 +287,21 @@ DocumentStarts document_starts(const std::string& text) {
   return {handler.values, stuck};
 }
 
+// The first tab in a line's leading whitespace up to `last_line` (1-based):
+// YAML indents with spaces only, and yaml-cpp's message for a tab there
+// ("illegal map value", "end of map not found") does not say so.
+std::optional<SourceLocation> indentation_tab(const std::string& text, const std::string& file, int last_line) {
+  int line = 1;
+  for (size_t start = 0; start < text.size() && line <= last_line; ++line) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    for (size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
+      if (text[i] == '\t') return SourceLocation{file, line, static_cast<int>(i - start) + 1};
+    }
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<YamlDocument> parse_yaml_document(const std::string& text, const std::string& file,
@@ -319,6 +334,10 @@ std::optional<YamlDocument> parse_yaml_document(const std::string& text, const s
   } catch (const YAML::Exception& e) {
     SourceLocation where{file, e.mark.line >= 0 ? e.mark.line + 1 : 0,
                          e.mark.column >= 0 ? e.mark.column + 1 : 0};
+    if (auto tab = indentation_tab(text, file, where.line > 0 ? where.line : 1 << 30)) {
+      diagnostics.push_back({*tab, "YAML syntax error: a tab in the indentation (YAML indents with spaces only)"});
+      return std::nullopt;
+    }
     diagnostics.push_back({where, "YAML syntax error: " + e.msg});
     return std::nullopt;
   }

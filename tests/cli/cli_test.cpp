@@ -886,10 +886,16 @@ TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
   EXPECT_EQ(roce.exit_code, 1);
   EXPECT_NE(roce.err.find("'RoCEv2' is not one of infiniband, roce, none (did you mean 'roce'?)"), std::string::npos)
       << roce.err;
-  write_file(dir + "/tab.yaml", "apiVersion: gpuexpand/v1\ncluster:\n\tname: t\nnodes:\n  - name: n1\n");
-  auto tab = run_gpuexpand({"validate", dir + "/tab.yaml"});
+  // (A file name without "tab" in it: the message must say it.)
+  write_file(dir + "/indent.yaml", "apiVersion: gpuexpand/v1\ncluster:\n  \tname: t\nnodes:\n  - name: n1\n");
+  auto tab = run_gpuexpand({"validate", dir + "/indent.yaml"});
   EXPECT_EQ(tab.exit_code, 1);
-  EXPECT_NE(tab.err.find("tab"), std::string::npos) << tab.err;
+  EXPECT_NE(tab.err.find(dir + "/indent.yaml:3:3: YAML syntax error: a tab in the indentation (YAML indents with spaces only)"),
+            std::string::npos)
+      << tab.err;
+  // A tab inside a block scalar's text is text, not indentation.
+  write_file(dir + "/text.yaml", "apiVersion: gpuexpand/v1\ncluster:\n  name: t\n  description: |\n    a\tb\nnodes:\n  - name: n1\n");
+  EXPECT_EQ(run_gpuexpand({"validate", dir + "/text.yaml"}).exit_code, 0);
 }
 
 // Shell completion and the manual page are generated from the command

@@ -13,8 +13,9 @@
 #
 # Not here, because one machine cannot be put into that state: clock skew
 # (every node shares the host's clock), the kernel's Xid lines (the kernel
-# log is the host's), RDMA ports (no RDMA stand-in yet), a RealMemory above
-# the node's memory (Slurm would drain the shared controller's node):
+# log is the host's), RDMA devices and ports (this kernel has no RDMA
+# subsystem: "Failed to open NETLINK_RDMA socket"), the fabric manager
+# (NVSwitch systems only), a RealMemory above the node's memory:
 # tests/unit/doctor_test.cpp covers those on edited facts.
 #
 # Needs a running lab with 10 nodes, after lab_sudo (node-07's user ops).

@@ -93,6 +93,44 @@ TEST_F(DoctorTest, GpuCountEccPersistenceAndDeviceFiles) {
                                                   "ERROR scheduler: Slurm offers 8 GPUs (GRES gpu:8), 7 are visible"}));
 }
 
+// A spec that wants an RDMA fabric and NVIDIA's fabric manager (the lab
+// has neither, so these are tested here only).
+TEST_F(DoctorTest, RdmaDevicesPortsAndTheFabricManager) {
+  std::string text = read_source_file("examples/lab-rack.yaml");
+  text.replace(text.find("      kind: none "), 17, "      kind: infiniband ");
+  text.replace(text.find("    persistence_mode: true"), 26, "    persistence_mode: true\n    fabric_manager: true");
+  auto loaded = load_spec(text, "fabric.yaml");
+  ASSERT_TRUE(loaded.spec) << diagnostics_text(loaded);
+  const NodeSpec& node = loaded.spec->nodes.front();
+  auto found = [&](const json& facts) {
+    std::vector<std::string> out;
+    for (const auto& f : diagnose_node(node, facts, extras_, 1000)) {
+      if (f.area == "network" || f.what.find("fabricmanager") != std::string::npos) {
+        out.push_back(std::string(f.error ? "ERROR " : "warn ") + f.area + ": " + f.what + " | " + f.next);
+      }
+    }
+    return out;
+  };
+  json facts = facts_;
+  facts["services"]["nvidia-fabricmanager"] = {{"active", false}, {"enabled", true}, {"exists", true}, {"state", "failed"}};
+  facts["network"]["rdma"] = json::array();
+  EXPECT_EQ(found(facts),
+            (std::vector<std::string>{
+                "ERROR gpu: nvidia-fabricmanager is not running: NVLink jobs fail (CUDA error 802, system not yet initialized) | "
+                "systemctl status nvidia-fabricmanager; its version must equal the driver's",
+                "ERROR network: no RDMA devices (rdma.kind infiniband) | lsmod | grep mlx5_ib; rdma link; ibstat (rdma-core "
+                "installed? gpuexpand apply --until rdma)"}));
+  // As the RDMA parsers give ports (tests/fixtures/tool-output: ibstat with ports down and one in Initializing).
+  facts["services"]["nvidia-fabricmanager"]["active"] = true;
+  facts["network"]["rdma"] = json::parse(R"([{"device": "mlx5_0", "port": 1, "state": "active", "link_layer": "infiniband"},
+                                             {"device": "mlx5_1", "port": 1, "state": "init", "link_layer": "infiniband"},
+                                             {"device": "mlx5_2", "port": 1, "state": "down", "link_layer": "infiniband"}])");
+  EXPECT_EQ(found(facts), (std::vector<std::string>{
+                              "ERROR network: RDMA port mlx5_1/1 is init | no subnet manager has configured it: is opensm "
+                              "(or the fabric's SM) running?",
+                              "ERROR network: RDMA port mlx5_2/1 is down | ibstat; the cable and switch port (physical state)"}));
+}
+
 TEST_F(DoctorTest, XidLinesByMeaning) {
   extras_ = parse_doctor_extras(
       "epoch 1000\n"
