@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <regex>
+#include <sstream>
 
 #include "gpuexpand/util/hostlist.hpp"
 
@@ -114,13 +115,89 @@ std::string differing_targets(const NodePlan& a, const NodePlan& b) {
     for (const auto& change : phase.changes) {
       const std::string key = phase.phase + "/" + change.step;
       auto ia = ca.find(key), ib = cb.find(key);
-      const bool differs = ia == ca.end() || ib == cb.end() || ia->second != ib->second;
+      const bool differs = (ia == ca.end()) != (ib == cb.end()) || (ia != ca.end() && ia->second != ib->second);
       const std::string target = abstracted(a, change.target);
       if (differs && std::find(targets.begin(), targets.end(), target) == targets.end()) targets.push_back(target);
     }
   }
   std::string out;
   for (const auto& t : targets) out += (out.empty() ? "" : ", ") + t;
+  return out;
+}
+
+// `abstracted` undone for one node's own lines of a lines_delta.
+std::string with_own_values(const NodePlan& node, const std::string& text) {
+  std::string out;
+  std::istringstream in(text);
+  bool own = true;  // "instead of" lines are the other group's: they keep their placeholders
+  for (std::string line; std::getline(in, line);) {
+    if (line == "    instead of") own = false;
+    if (line == "    these" || line == "    also") own = true;
+    if (own) {
+      for (const auto& [placeholder, value] : node.own_values) line = replace_token(line, placeholder, value);
+      line = replace_token(line, "{node.name}", node.node);
+      line = replace_token(line, "{node.address}", node.address);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// A group's change lines against an earlier group's, when they differ in a
+// few lines only: for each phase where they differ, the earlier group's
+// lines ("instead of") and this group's ("these"). "" when they differ in
+// their phases or in more than a few lines: the group is then printed
+// whole. (One node whose driver differs is not 60 lines again, issue 14.)
+std::string lines_delta(const std::string& base, const std::string& body) {
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  };
+  const auto is_heading = [](const std::string& line) { return line.size() > 2 && line[2] != ' '; };
+  const std::vector<std::string> a = split(base), b = split(body);
+  // Longest common subsequence, by lines (plans are tens of lines).
+  std::vector<std::vector<size_t>> lcs(a.size() + 1, std::vector<size_t>(b.size() + 1, 0));
+  for (size_t i = a.size(); i-- > 0;) {
+    for (size_t j = b.size(); j-- > 0;) {
+      lcs[i][j] = a[i] == b[j] ? lcs[i + 1][j + 1] + 1 : std::max(lcs[i + 1][j], lcs[i][j + 1]);
+    }
+  }
+  struct PhaseDelta {
+    std::string phase;
+    std::vector<std::string> added, removed;
+  };
+  std::vector<PhaseDelta> phases;
+  std::string phase;
+  size_t changed = 0;
+  for (size_t i = 0, j = 0; i < a.size() || j < b.size();) {
+    if (i < a.size() && j < b.size() && a[i] == b[j]) {
+      if (is_heading(a[i])) phase = a[i];
+      ++i, ++j;
+      continue;
+    }
+    const bool take_b = j < b.size() && (i == a.size() || lcs[i][j + 1] >= lcs[i + 1][j]);
+    const std::string& line = take_b ? b[j] : a[i];
+    if (is_heading(line)) return "";  // another set of phases
+    if (phases.empty() || phases.back().phase != phase) phases.push_back({phase, {}, {}});
+    (take_b ? phases.back().added : phases.back().removed).push_back(line);
+    ++changed;
+    take_b ? ++j : ++i;
+  }
+  // Worth it only where it saves most of the group's lines.
+  if (changed == 0 || b.size() < 8 || changed * 3 > b.size() || changed > 12) return "";
+  std::string out;
+  for (const auto& p : phases) {
+    out += p.phase + "\n";
+    if (!p.removed.empty()) {
+      out += "    instead of\n";
+      for (const auto& line : p.removed) out += "  " + line + "\n";
+    }
+    out += p.removed.empty() ? "    also\n" : "    these\n";
+    for (const auto& line : p.added) out += "  " + line + "\n";
+    if (p.added.empty()) out += "      (nothing)\n";
+  }
   return out;
 }
 
@@ -169,6 +246,8 @@ struct PlanGroup {
   std::string body;           // the change lines, abstracted
   const NodePlan* first = nullptr;
   const PlanGroup* same_lines = nullptr;
+  const PlanGroup* nearly = nullptr;  // an earlier group printed whole whose lines differ in a few
+  std::string delta;                  // lines_delta(nearly->body, body)
 };
 
 std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& options) {
@@ -199,7 +278,7 @@ std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& opti
     }
     if (!options.fold) key += "\n" + node.node;
     auto [it, fresh] = index_by_key.emplace(key, groups.size());
-    if (fresh) groups.push_back({{}, suffix, body, &node, nullptr});
+    if (fresh) groups.push_back({{}, suffix, body, &node, nullptr, nullptr, ""});
     groups[it->second].names.push_back(node.node);
   }
   for (size_t g = 0; g < groups.size() && options.fold; ++g) {
@@ -207,6 +286,17 @@ std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& opti
       if (groups[e].body == groups[g].body) {
         groups[g].same_lines = &groups[e];
         break;
+      }
+    }
+    if (groups[g].same_lines || groups[g].body.empty()) continue;
+    // Else the largest earlier group printed whole that differs in a few lines.
+    for (size_t e = 0; e < g; ++e) {
+      const PlanGroup& earlier = groups[e];
+      if (earlier.body.empty() || earlier.same_lines || earlier.nearly) continue;
+      if (groups[g].nearly && groups[g].nearly->names.size() >= earlier.names.size()) continue;
+      if (std::string delta = lines_delta(earlier.body, groups[g].body); !delta.empty()) {
+        groups[g].nearly = &earlier;
+        groups[g].delta = std::move(delta);
       }
     }
   }
@@ -228,6 +318,19 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     if (group.same_lines) {
       out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) +
              (several ? " nodes" : " node") + "): " + same_lines_note(group) + "\n";
+      continue;
+    }
+    if (group.nearly) {
+      out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) + (several ? " nodes" : " node") +
+             "): the changes of " + fold_hostlist(group.nearly->names) + ", except\n" +
+             (several ? group.delta : with_own_values(*group.first, group.delta));
+      // Steps whose lines read the same but whose content differs too.
+      std::string others;
+      std::istringstream targets(differing_targets(*group.first, *group.nearly->first));
+      for (std::string target; std::getline(targets >> std::ws, target, ',');) {
+        if (group.delta.find(" " + target + ":") == std::string::npos) others += (others.empty() ? "" : ", ") + target;
+      }
+      if (!others.empty()) out += "  and writing other content to " + others + "\n";
       continue;
     }
     if (!group.body.empty()) {

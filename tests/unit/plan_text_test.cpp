@@ -39,6 +39,45 @@ Plan sample() {
   return plan;
 }
 
+// A group that differs from a larger one in a few lines (one node's driver
+// is another branch's) is said as the larger group's changes, except those
+// lines, not printed whole again; a node whose lines differ in more is.
+TEST(PlanText, AGroupThatDiffersInAFewLinesIsShownByThem) {
+  Plan plan;
+  plan.cluster = "lab";
+  plan.spec_file = "lab.yaml";
+  auto node = [](const std::string& name, const std::string& driver_reason, size_t extra) {
+    NodePlan n;
+    n.node = name;
+    n.address = name;
+    n.status = NodeStatus::Changes;
+    std::vector<PlannedChange> os;
+    for (const char* p : {"chrony", "rsync", "jq", "numactl", "pciutils", "ipmitool", "nvme-cli"}) {
+      os.push_back({std::string("pkg-") + p, "package", ChangeAction::Create, std::string("package ") + p, "not installed"});
+    }
+    for (size_t i = 0; i < extra; ++i) {
+      os.push_back({"x" + std::to_string(i), "file", ChangeAction::Create, "/etc/x" + std::to_string(i), "does not exist"});
+    }
+    n.phases.push_back({"os-init", os, {}});
+    n.phases.push_back({"gpu-driver", {{"driver", "package", ChangeAction::Update, "package nvidia-driver", driver_reason}}, {}});
+    return n;
+  };
+  plan.nodes.push_back(node("n1", "535.129.03 installed, 550.90.07 wanted", 0));
+  plan.nodes.push_back(node("n2", "535.129.03 installed, 550.90.07 wanted", 0));
+  plan.nodes.push_back(node("n3", "not installed, wanted 550.90.07", 0));
+  plan.nodes.push_back(node("n4", "not installed, wanted 550.90.07", 5));
+  const std::string text = render_plan_text(plan, {});
+  EXPECT_NE(text.find("n3 (1 node): the changes of n[1-2], except\n"
+                      "  gpu-driver\n"
+                      "    instead of\n"
+                      "      ~ package nvidia-driver: 535.129.03 installed, 550.90.07 wanted\n"
+                      "    these\n"
+                      "      ~ package nvidia-driver: not installed, wanted 550.90.07\n\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("n4\n  os-init\n"), std::string::npos) << "six lines differ of 13: printed whole\n" << text;
+}
+
 // Two nodes of different releases take different variants of a step: each
 // change says which, and they are not folded together.
 TEST(PlanText, AChangeNamesTheVariantItsStepTook) {
