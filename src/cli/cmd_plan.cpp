@@ -82,7 +82,7 @@ int run_plan(Context& context, const PlanOptions& options) {
     text.color = context.use_color();
     text.fold = !options.no_fold;
     text.show_steps = context.options().verbosity > 0;
-    text.diff = options.diff;
+    text.diff = options.diff || context.options().verbosity > 0;  // -v: the steps and the diffs
     std::cout << render_plan_text(plan, text);
     if (consistency) std::cout << "\n" << consistency_text(*consistency, "after apply");
     if (!options.out_file.empty()) std::cout << "Saved the plan to " << options.out_file << "\n";
@@ -126,7 +126,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-fold", options->no_fold, "Show every node on its own, even when plans are identical");
   cmd->add_flag("--diff", options->diff,
                 "Under each file change, the unified diff of its content (values of password, secret, token and key "
-                "settings masked)");
+                "settings masked); -v shows them too");
   cmd->footer("Examples:\n  gpuexpand plan spec.yaml                     (asks every node over SSH)\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --detailed-exitcode\n"
               "  gpuexpand plan spec.yaml --facts recorded.json --out plan.json\n"

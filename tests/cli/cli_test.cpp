@@ -285,6 +285,34 @@ TEST(Cli, InitDraftsASpecThatPlansNoChangesAgainstItsNode) {
   EXPECT_EQ(no_node.err, "gpuexpand: error: --from root@198.18.0.11:99999: the port must be a number from 1 to 65535\n");
 }
 
+// plan --diff, and -v, print a changed file's unified diff under its
+// change: the spec drafted from node-01 with another time server.
+TEST(Cli, PlanDiffShowsAChangedFilesLines) {
+  const std::string dir = make_temp_dir();
+  auto drafted = run_gpuexpand({"init", "--from", "root@198.18.0.11", "--cluster", "lab", "--facts",
+                                source_path("tests/fixtures/facts/lab-in-service.json"), "--spec-out", dir + "/draft.yaml"});
+  ASSERT_EQ(drafted.exit_code, 0) << drafted.err;
+  std::string draft = read_file(dir + "/draft.yaml");
+  const std::string ntp = "ntp_servers: [\"198.18.0.1\"]";
+  ASSERT_NE(draft.find(ntp), std::string::npos) << draft;
+  draft.replace(draft.find(ntp), ntp.size(), "ntp_servers: [\"198.18.0.9\"]");
+  write_file(dir + "/draft.yaml", draft);
+  const std::string facts = source_path("tests/fixtures/facts/lab-in-service-plan.json");
+  const std::string hunk = "    ~ /etc/chrony/chrony.conf: content differs (+1 -1 lines)  (variant: Debian 12 and earlier, Ubuntu)\n"
+                           "        @@ -1,5 +1,5 @@\n"
+                           "         # Managed by gpuexpand: changes here are overwritten.\n"
+                           "        -server 198.18.0.1 iburst\n"
+                           "        +server 198.18.0.9 iburst\n";
+  auto diff = run_gpuexpand({"plan", dir + "/draft.yaml", "--facts", facts, "--diff", "--state", dir + "/state.db"});
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_NE(diff.out.find(hunk), std::string::npos) << diff.out;
+  auto verbose = run_gpuexpand({"plan", dir + "/draft.yaml", "--facts", facts, "-v", "--state", dir + "/state.db"});
+  EXPECT_NE(verbose.out.find("        -server 198.18.0.1 iburst\n        +server 198.18.0.9 iburst\n"), std::string::npos)
+      << verbose.out;
+  auto plain = run_gpuexpand({"plan", dir + "/draft.yaml", "--facts", facts, "--state", dir + "/state.db"});
+  EXPECT_EQ(plain.out.find("@@ -1,5"), std::string::npos) << "no diff without --diff or -v";
+}
+
 // report: one run as a page. The store holds a run of three nodes (one
 // changed, one failed with a message that looks like markup, one
 // unreachable) with acceptance figures; the HTML is escaped and complete,

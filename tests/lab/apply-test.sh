@@ -260,9 +260,10 @@ check "the other two nodes were not started" grep -q "1 failed, 0 unreachable, 2
 converged "$work/lab.yaml" node-03
 spec_with "$work/ntp2.yaml" '.defaults.os.ntp_servers += ["198.18.0.9"]'
 "$gx" plan "$work/ntp2.yaml" --limit node-03 --out "$work/plan.json" >/dev/null 2>&1
-out=$("$gx" apply -y "$work/plan.json" --state "$state" 2>&1)
+# No -y and no terminal: the saved plan was the review, so apply does not ask.
+out=$("$gx" apply "$work/plan.json" --state "$state" 2>&1 </dev/null)
 rc=$?
-check "apply plan.json: exit 0" test "$rc" -eq 0
+check "apply plan.json without -y (not asked: the plan was reviewed): exit 0" test "$rc" -eq 0
 check "apply plan.json changed the planned node only" grep -q "1 node: 1 changed" <<<"$out"
 check "the node has the planned configuration" sshn node-03 "grep -q '^server 198.18.0.9 iburst' /etc/chrony/chrony.conf"
 "$gx" plan "$work/lab.yaml" --limit node-03 --out "$work/back.json" >/dev/null 2>&1
