@@ -290,10 +290,12 @@ class KeyWalker {
       if (closed && !declared) {
         std::string message = "unknown key '" + key + "'";
         if (!pointer.empty()) message += " in " + human_path(pointer);
-        if (auto suggestion = closest_match(key, known)) {
-          message += " (did you mean '" + *suggestion + "'?)";
-        } else if (const std::string home = likely_home(key, s, pointer, parent); !home.empty()) {
+        // The exact key one level away beats a near miss here: `mtu` under
+        // defaults is network's, not a misspelt 'gpu'.
+        if (const std::string home = likely_home(key, s, pointer, parent); !home.empty()) {
           message += " (it belongs in " + home + ": check its indentation)";
+        } else if (auto suggestion = closest_match(key, known)) {
+          message += " (did you mean '" + *suggestion + "'?)";
         }
         report(child, true, message);
         continue;

@@ -63,7 +63,8 @@ std::string valid_spec_line(const std::string& path, const ClusterSpec& spec) {
 }
 
 std::string spec_errors_line(const std::string& path, size_t errors) {
-  return path + ": " + std::to_string(errors) + (errors == 1 ? " error" : " errors") + "\n";
+  // As every other command ends on an error (plan on the same spec says the same).
+  return "gpuexpand: error: " + path + ": " + std::to_string(errors) + (errors == 1 ? " error" : " errors") + "\n";
 }
 
 nlohmann::json validate_json_entry(const std::string& path, const SpecLoadResult& result) {

@@ -760,7 +760,7 @@ TEST(Cli, ValidateBrokenSpecPrintsLocatedErrorsWithTheLine) {
                        spec + ":8:16: nodes[0]: hosts 'n[1-3]' has 3 names but addresses '10.0.0.[1-2]' has 2\n"
                               "      addresses: 10.0.0.[1-2]\n"
                               "                 ^\n" +
-                       spec + ": 2 errors\n");
+                       "gpuexpand: error: " + spec + ": 2 errors\n");
 }
 
 TEST(Cli, ValidateJsonOutput) {

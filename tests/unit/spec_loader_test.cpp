@@ -61,6 +61,11 @@ TEST(SpecLoader, AKeyUnderTheWrongParentNamesWhereItBelongs) {
   result = load_spec(minimal_spec("defaults:\n  mountpoint: /mnt/x\n"));
   EXPECT_EQ(testing::diagnostics_text(result),
             "spec.yaml:8:3: unknown key 'mountpoint' in defaults (it belongs in defaults.storage: check its indentation)\n");
+  // A key whose name is near another here but which is exactly one of a
+  // section one level in: its home, not the near miss ('mtu' is not 'gpu').
+  result = load_spec(minimal_spec("defaults:\n  mtu: 9000\n"));
+  EXPECT_EQ(testing::diagnostics_text(result),
+            "spec.yaml:8:3: unknown key 'mtu' in defaults (it belongs in defaults.network: check its indentation)\n");
   // A typo still gets the typo's suggestion, not a guess.
   result = load_spec(minimal_spec("defaults:\n  os:\n    timezon: UTC\n"));
   EXPECT_EQ(testing::diagnostics_text(result),

@@ -242,8 +242,8 @@ TEST(InventoryView, TableHostlistJson) {
   EXPECT_EQ(inventory_hostlist({&a, &b}), "gpu-node-[001-002]\n");
   EXPECT_EQ(inventory_json("c", {&b}).dump(),
             R"({"cluster":"c","count":1,"nodes":[{"address":"10.0.0.2","groups":[],"name":"gpu-node-002","rack":""}]})");
-  EXPECT_EQ(spec_errors_line("s.yaml", 1), "s.yaml: 1 error\n");
-  EXPECT_EQ(spec_errors_line("s.yaml", 3), "s.yaml: 3 errors\n");
+  EXPECT_EQ(spec_errors_line("s.yaml", 1), "gpuexpand: error: s.yaml: 1 error\n");
+  EXPECT_EQ(spec_errors_line("s.yaml", 3), "gpuexpand: error: s.yaml: 3 errors\n");
 }
 
 TEST(StatusView, UnlockText) {
