@@ -177,6 +177,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
     }
     shown.stop_requested = &g_stop_requested;
     shown.colour = context.use_color();
+    shown.columns = context.terminal_columns();
     progress = make_apply_progress(std::cout, std::move(shown));
   }
   const auto console = events ? make_apply_events(std::cout, &utc_now_rfc3339)

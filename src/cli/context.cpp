@@ -3,6 +3,7 @@
 #include "gpuexpand/util/local_file.hpp"
 
 #include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -75,6 +76,12 @@ FactsByNode Context::recorded_facts(const std::string& path) {
 }
 
 bool Context::stdout_is_terminal() const { return isatty(STDOUT_FILENO) == 1; }
+
+size_t Context::terminal_columns() const {
+  struct winsize size {};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+  return size.ws_col;
+}
 
 bool Context::use_color() const {
   if (options_.no_color || options_.color == "never") return false;

@@ -54,6 +54,7 @@ class Context {
   FactsByNode recorded_facts(const std::string& path);
 
   bool stdout_is_terminal() const;
+  size_t terminal_columns() const;  // 0 when stdout is no terminal or does not say
   bool use_color() const;
 
  private:

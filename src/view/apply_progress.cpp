@@ -151,17 +151,42 @@ class Progress final : public ApplyProgress {
     return lines;
   }
 
-  // Event lines go above the block: move up over the old block, clear each
-  // line as it is rewritten, clear what is left below.
+  // Event lines go above the block: move up over the old block and clear
+  // it all first (an event line longer than the terminal wraps onto the
+  // rows below, which clearing line by line left with the old block's
+  // ends on them), then the events, then the block, each of its lines one
+  // row.
   void draw_locked(const std::vector<std::string>& events) {
     std::string text;
     if (drawn_lines_ > 0) text += "\033[" + std::to_string(drawn_lines_) + "F";
+    text += "\033[J";
     for (const auto& e : events) text += "\033[2K" + e + "\n";
     const auto block = block_locked(options_.colour);
-    for (const auto& line : block) text += "\033[2K" + line + "\n";
-    text += "\033[J";
+    for (const auto& line : block) text += "\033[2K" + fitted(line) + "\n";
     drawn_lines_ = block.size();
     out_ << text << std::flush;
+  }
+
+  // A block line cut to the terminal's width (escape sequences take no
+  // columns; the cut keeps the colour's reset).
+  std::string fitted(const std::string& line) const {
+    if (options_.columns == 0) return line;
+    std::string out;
+    size_t shown = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\033') {
+        const size_t end = line.find('m', i);
+        if (end == std::string::npos) break;
+        out.append(line, i, end - i + 1);
+        i = end;
+        continue;
+      }
+      // UTF-8 continuation bytes take no column of their own.
+      if ((static_cast<unsigned char>(line[i]) & 0xC0) != 0x80 && ++shown >= options_.columns) break;
+      out += line[i];
+    }
+    if (out.find('\033') != std::string::npos && out.rfind("\033[0m") + 4 != out.size()) out += "\033[0m";
+    return out;
   }
 
   void tick() {

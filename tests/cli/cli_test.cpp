@@ -896,6 +896,19 @@ TEST(Cli, GlobalFlagsAnywhereAndCommandTypos) {
   EXPECT_NE(colour.out.find("\033[33m~\033[0m hostname"), std::string::npos) << colour.out;
   auto plain = run_gpuexpand({"plan", lab_spec, "--facts", lab_facts, "--color", "never"});
   EXPECT_EQ(plain.out.find("\033["), std::string::npos);
+  // On a terminal (script(1) gives it one) auto colours, unless NO_COLOR is
+  // set (no-color.org); an explicit --color always still colours.
+  const auto on_tty = [&](const std::string& env, const std::string& flags) {
+    const std::string out = make_temp_dir() + "/tty.out";
+    const std::string command = env + " " + std::string(GPUEXPAND_BINARY) + " plan " + lab_spec + " --facts " + lab_facts +
+                                " " + flags;
+    const std::string line = "script -qec '" + command + "' " + out + " >/dev/null 2>&1 </dev/null";
+    EXPECT_EQ(std::system(line.c_str()), 0) << line;
+    return read_file(out);
+  };
+  EXPECT_NE(on_tty("env", "").find("\033[33m~\033[0m hostname"), std::string::npos) << "auto on a terminal colours";
+  EXPECT_EQ(on_tty("env NO_COLOR=1", "").find("\033[33m"), std::string::npos) << "NO_COLOR";
+  EXPECT_NE(on_tty("env NO_COLOR=1", "--color always").find("\033[33m~"), std::string::npos);
   auto phase = run_gpuexpand({"apply", "-y", lab_spec, "--until", "scheduer"});
   EXPECT_EQ(phase.exit_code, 1);
   EXPECT_NE(phase.err.find("no phase 'scheduer' (did you mean 'scheduler'?); the phases: os-init, gpu-driver, rdma, "

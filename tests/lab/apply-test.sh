@@ -593,5 +593,26 @@ check "  and the nodes' tally with the elapsed time" bash -c 'grep -lE "^  nodes
 check "  the last frame stays: node-03 finished, changed" grep -qE "^  nodes: 1/1 finished: 1 changed, 0 unchanged, 0 failed, 0 unreachable" <<<"$final"
 check "  then the summary and exit 0" bash -c 'grep -q "^1 node: 1 changed, 0 unchanged, 0 failed" <<<"$1" && grep -q "^EXIT=0$" <<<"$1"' _ "$final"
 check "  no line per event on a terminal" bash -c '! grep -qE "^node-03  [a-z-]+  changed" <<<"$1"' _ "$final"
+# A failing phase on the terminal: the failure is printed above the live
+# block as it happens, and the recap with the retry command ends the run.
+tmux new-session -d -s gxprogress -x 200 -y 50 \
+  "'$gx' apply -y '$work/broken.yaml' --limit node-03 --state '$state' --color never; echo EXIT=\$?; sleep 120"
+for i in $(seq 1 240); do
+  tmux capture-pane -p -J -t gxprogress >"$work/failpane" 2>/dev/null
+  grep -q '^EXIT=' "$work/failpane" && break
+  sleep 0.5
+done
+tmux kill-session -t gxprogress 2>/dev/null
+check "terminal, a failing phase: the failure above the block, node, phase, step and why" \
+  grep -qE "^node-03  os-init  FAILED, rolled back.* at step base-packages: .*no-such-package-gx" "$work/failpane"
+check "  the recap: the failed node, the reason, the retry command, exit 3" bash -c \
+  'grep -qE "^  failed +node-03$" "$1" && grep -q "^  node-03: phase os-init, step base-packages: " "$1" && grep -q -- "--limit @failed" "$1" && grep -q "^EXIT=3$" "$1"' _ "$work/failpane"
+gxrun apply -y "$work/lab.yaml" --limit node-03 --state "$state"
+# --progress plain on a terminal: the per-event lines a pipe gets, no live
+# block redrawn in place (no cursor movement).
+sshn node-03 "rm /etc/sysctl.d/90-gpuexpand.conf"  # drift that os-init mends
+plain=$(script -qefc "$(printf '%q ' "$gx" apply -y "$work/lab.yaml" --limit node-03 --state "$state" --color never --progress plain)" /dev/null 2>&1)
+check "terminal, --progress plain: one line per node and phase, as on a pipe" grep -qE "^node-03  os-init  changed" <<<"$plain"
+check "  and no live block (no cursor movement)" bash -c '! grep -q "$(printf "\033\\[")" <<<"$1"' _ "$plain"
 
 finish

@@ -61,5 +61,44 @@ TEST(ApplyProgress, FramesFollowTheRun) {
   EXPECT_NE(stream.find("\033[4F"), std::string::npos);
 }
 
+// A failure line longer than the terminal wraps onto the rows below it:
+// the old block is cleared whole before anything is written (a redraw that
+// cleared line by line left the old block's ends beside the wrapped text,
+// seen on the lab in tmux), and block lines are cut to the width so each is
+// one row.
+TEST(ApplyProgress, RedrawsClearTheOldBlockAndFitTheWidth) {
+  Clock::time_point now{};
+  std::ostringstream out;
+  ApplyProgressOptions options;
+  options.nodes = {"node-01"};
+  options.phases = {"os-init", "gpu-driver"};
+  options.refresh_thread = false;
+  options.columns = 40;
+  options.colour = true;
+  options.clock = [&now] { return now; };
+  auto progress = make_apply_progress(out, options);
+  progress->phase_started("node-01", "os-init");
+  const std::string why(120, 'x');
+  progress->phase_finished({"node-01", "os-init", PhaseStatus::RolledBack, 0, 1.0, "base-packages", why});
+  progress->stop();
+  const std::string stream = out.str();
+  EXPECT_NE(stream.find("\033[4F\033[J\033[2K\033[31mnode-01  os-init  FAILED"), std::string::npos)
+      << "up over the old block, cleared whole, then the event";
+  EXPECT_NE(stream.find(why + "\033[0m\n"), std::string::npos) << "the event line itself is never cut";
+  std::istringstream lines(stream);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("FAILED") != std::string::npos) continue;
+    std::string visible;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\033') {
+        i = line.find_first_of("mFJK", i);
+        continue;
+      }
+      visible += line[i];
+    }
+    EXPECT_LT(visible.size(), 40u) << "a block line fits in one row: " << visible;
+  }
+}
+
 }  // namespace
 }  // namespace gpuexpand

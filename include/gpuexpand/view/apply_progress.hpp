@@ -36,6 +36,9 @@ struct ApplyProgressOptions {
   std::vector<std::string> phases;                 // in order
   const std::atomic<bool>* stop_requested = nullptr;  // Ctrl-C seen
   bool colour = false;
+  // The terminal's width (0: unknown): block lines are cut to it, so each
+  // is one row and a redraw moves up over exactly the rows it drew.
+  size_t columns = 0;
   bool refresh_thread = true;  // tests draw frames themselves
   std::function<std::chrono::steady_clock::time_point()> clock = [] { return std::chrono::steady_clock::now(); };
 };
