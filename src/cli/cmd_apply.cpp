@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <cstdio>
+#include <sstream>
 #include <iostream>
 
 #include "commands.hpp"
@@ -47,6 +48,22 @@ struct ApplyOptions : NodeCommandOptions {
   std::string progress = "auto";  // auto: the live block on a terminal (view/apply_progress.hpp); tty; plain
 };
 
+// The plan's first line, its groups' header lines (host lists, what they
+// get) and its summary: what a plan too tall for the terminal shows first.
+std::string plan_outline(const std::string& whole) {
+  std::string out;
+  std::istringstream in(whole);
+  size_t hidden = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != ' ') {
+      out += line + "\n";
+    } else {
+      ++hidden;
+    }
+  }
+  return out + "(" + std::to_string(hidden) + " lines of changes not shown)\n";
+}
+
 // Terraform's convention: apply shows what it would change and asks,
 // unless told not to (-y), or the spec is a saved plan (that was the
 // review); without a terminal to ask on it refuses, naming the flag.
@@ -64,18 +81,24 @@ bool confirmed(Context& context, const ClusterSpec& spec, const std::vector<cons
   const Plan plan = make_plan(spec, nodes, context.playbooks(), facts, utc_now_rfc3339());
   PlanTextOptions text;
   text.color = context.use_color();
-  std::cout << render_plan_text(plan, text);
+  const std::string whole = render_plan_text(plan, text);
+  // A plan taller than the terminal: its groups and summary, the rest on request.
+  const size_t rows = context.terminal_rows();
+  const bool fits = static_cast<size_t>(std::count(whole.begin(), whole.end(), '\n')) + 3 <= rows;
+  std::cout << (fits ? whole : plan_outline(whole));
   const PlanSummary summary = plan.summary();
   if (!plan.has_changes() && summary.unreachable == 0 && summary.errors == 0) {
     std::cout << "\nNothing to change.\n";
     return false;
   }
-  std::cout << "\nApply these changes to " << summary.to_change << (summary.to_change == 1 ? " node" : " nodes")
-            << "? Only 'yes' is taken as yes: " << std::flush;
   std::string answer;
-  if (!std::getline(std::cin, answer) || answer != "yes") {
-    throw CommandFailed{kExitError, "apply cancelled: nothing was changed"};
+  while (true) {
+    std::cout << "\nApply these changes to " << summary.to_change << (summary.to_change == 1 ? " node" : " nodes")
+              << "? Only 'yes' is taken as yes" << (fits ? "" : " ('plan' shows the whole plan)") << ": " << std::flush;
+    if (!std::getline(std::cin, answer) || answer != "plan" || fits) break;
+    std::cout << "\n" << whole;
   }
+  if (answer != "yes") throw CommandFailed{kExitError, "apply cancelled: nothing was changed"};
   return true;
 }
 

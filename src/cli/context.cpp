@@ -77,6 +77,18 @@ FactsByNode Context::recorded_facts(const std::string& path) {
 
 bool Context::stdout_is_terminal() const { return isatty(STDOUT_FILENO) == 1; }
 
+size_t Context::terminal_rows() const {
+  struct winsize size {};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_row > 0) return size.ws_row;
+  if (const char* lines = std::getenv("LINES")) {
+    try {
+      if (const long n = std::stol(lines); n > 0) return static_cast<size_t>(n);
+    } catch (...) {
+    }
+  }
+  return 40;
+}
+
 size_t Context::terminal_columns() const {
   struct winsize size {};
   if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;

@@ -55,6 +55,8 @@ class Context {
 
   bool stdout_is_terminal() const;
   size_t terminal_columns() const;  // 0 when stdout is no terminal or does not say
+  // The terminal's height: stdout's, else $LINES, else 40.
+  size_t terminal_rows() const;
   bool use_color() const;
 
  private:

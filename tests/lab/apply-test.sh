@@ -158,6 +158,14 @@ check "on a terminal: the plan names the change and apply asks for 'yes'" \
   grep -q "package busybox: not installed" <<<"$out" && check "  the question" grep -q "Apply these changes to 1 node? Only 'yes' is taken as yes" <<<"$out"
 check "  'no': exit 1, apply cancelled, nothing recorded or installed" \
   test "$rc-$(grep -c 'apply cancelled: nothing was changed' <<<"$out")-$(sqlite3 "$state" "select count(*) from runs")-$(sshn node-03 'dpkg -s busybox >/dev/null 2>&1 && echo in || echo out')" = "1-1-$runs_before-out"
+# A plan taller than the terminal (6 rows here): its groups and summary
+# first, the whole plan when asked for ('plan'), then the question again.
+out=$(printf 'plan\nno\n' | script -qefc "stty rows 6; $(printf '%q ' "$gx" apply "$work/busybox.yaml" --limit node-03 --state "$state")" /dev/null 2>&1)
+rc=$?
+check "a short terminal: the outline first, the changes not shown" \
+  bash -c 'grep -qE "^\([0-9]+ lines of changes not shown\)" <<<"$1" && grep -q "(.plan. shows the whole plan)" <<<"$1"' _ "$out"
+check "  'plan' shows them, then 'no' cancels (exit 1)" \
+  bash -c '[[ $2 == 1 ]] && grep -q "package busybox: not installed" <<<"$1" && grep -q "apply cancelled: nothing was changed" <<<"$1"' _ "$out" "$rc"
 on_tty yes apply "$work/busybox.yaml" --limit node-03 --state "$state"
 check "  'yes': it applies (exit 0, busybox installed)" test "$rc-$(sshn node-03 'dpkg -s busybox >/dev/null 2>&1 && echo in || echo out')" = "0-in"
 
