@@ -104,7 +104,7 @@ void add_status_command(CLI::App& app, Action& action) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--state", options->state, "State store (SQLite; default: beside SPEC, else ./.gpuexpand/state.db)");
   cmd->add_option("--run", options->run,
-                  "One run: its phase results, acceptance checks and the number of remote commands");
+                  "One run: its phase results, acceptance checks and its remote commands (time, node, exit, duration)");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
   add_output_option(*cmd, options->output, {"text", "json"});
   cmd->footer("Examples:\n  gpuexpand status spec.yaml                 (the latest runs, each node's phases and checks)\n"
