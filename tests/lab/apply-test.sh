@@ -538,8 +538,14 @@ dirs=('$(touch${IFS}/tmp/gx-pwned-1)' 'a;touch${IFS}/tmp/gx-pwned-2' '`touch${IF
 dirs_json=$(printf '%s\n' "${dirs[@]}" | jq -R . | jq -s -c .)
 debug_value="INFO'; touch /tmp/gx-pwned-4; echo '"
 ifname_value='$(touch /tmp/gx-pwned-5)`touch /tmp/gx-pwned-6`"\'
-spec_with "$work/hostile.yaml" --argjson dirs "$dirs_json" --arg debug "$debug_value" --arg ifname "$ifname_value" \
-  '.defaults.storage[0].directories += $dirs | .defaults.network.nccl.env = {NCCL_DEBUG: $debug, NCCL_SOCKET_IFNAME: $ifname}'
+# A repository URI with what RFC 3986 allows and a shell reads as syntax
+# (;, &, $IFS, $(…)): ctl serves the lab mirror at exactly that path too.
+uri_path='gx;mkdir$IFS/tmp/gx-pwned-7;&x=$(id)'
+uri="http://198.18.0.10/$uri_path/"
+"$lab" ssh ctl -- "p=\$(echo $(printf '%s' "$uri_path" | base64 -w0) | base64 -d); mkdir -p \"/srv/www/\$(dirname \"\$p\")\" && ln -sfn /srv/gxlab-mirror \"/srv/www/\$p\"" </dev/null
+spec_with "$work/hostile.yaml" --argjson dirs "$dirs_json" --arg debug "$debug_value" --arg ifname "$ifname_value" --arg uri "$uri" \
+  '.defaults.storage[0].directories += $dirs | .defaults.network.nccl.env = {NCCL_DEBUG: $debug, NCCL_SOCKET_IFNAME: $ifname}
+   | .defaults.os.repositories[0].uris = [$uri]'
 check "hostile values: the spec validates (these fields take them)" "$gx" validate "$work/hostile.yaml"
 gxrun apply -y "$work/hostile.yaml" --limit node-01 --until storage --state "$state"
 check "hostile values: apply exits 0" test "$rc" -eq 0
@@ -550,7 +556,11 @@ done
 nccl=$(sshn node-01 "base64 -w0 /etc/nccl.conf" | base64 -d)
 check "  /etc/nccl.conf: NCCL_DEBUG exactly as written" grep -qFx "NCCL_DEBUG=$debug_value" <<<"$nccl"
 check "  /etc/nccl.conf: NCCL_SOCKET_IFNAME exactly as written" grep -qFx "NCCL_SOCKET_IFNAME=$ifname_value" <<<"$nccl"
+check "  the repository URI in the node's source exactly as written" on node-01 "URIs: $uri" \
+  "grep '^URIs:' /etc/apt/sources.list.d/gpuexpand-gxlab.sources"
+check "  and apt reads the repository there" sshn node-01 "apt-get update -q >/dev/null 2>&1 && apt-cache policy jq | grep -qF ' 600 http://198.18.0.10/$uri_path ./ Packages'"
 check "  nothing in them ran on the node" on node-01 0 "ls -d /tmp/gx-pwned-* 2>/dev/null | wc -l"
+check "  nor on the controller" on ctl 0 "ls -d /tmp/gx-pwned-* 2>/dev/null | wc -l"
 check "  nor here" bash -c '! ls -d /tmp/gx-pwned-* 2>/dev/null'
 out=$("$gx" apply -y "$work/hostile.yaml" --limit node-01 --until storage --state "$state" 2>&1)
 check "  a second apply finds them in place (no change)" grep -q "0 changed, 1 unchanged" <<<"$out" || sed 's/^/    /' <<<"$out"
