@@ -15,7 +15,7 @@ _gpuexpand() {
     facts) words='--help -h --limit -l --state --parallel --accept-new-host-keys --output -o --save --diff --facts --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     plan) words='--help -h --limit -l --state --parallel --accept-new-host-keys --facts --save-facts --output -o --out --detailed-exitcode --consistency --no-fold --diff --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     apply) words='--help -h --limit -l --state --parallel --accept-new-host-keys --batch --max-fail --output -o --progress --auto-approve -y --until --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
-    status) words='--help -h --state --run --history --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    status) words='--help -h --state --run --history --limit -l --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     unlock) words='--help -h --state --force --node --limit -l --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     rollback) words='--help -h --limit --node -l --state --parallel --accept-new-host-keys --to --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     verify) words='--help -h --limit -l --state --parallel --accept-new-host-keys --fault-drill --drill-timeout --consistency --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;

@@ -100,7 +100,12 @@ int run_cli(int argc, char** argv) {
     app.add_option("--color", options.color, "Colour: auto (on a terminal, unless NO_COLOR is set), always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
     app.add_flag("--no-color", options.no_color, "The same as --color never (also NO_COLOR)");
-    app.footer(std::string("Exit codes: ") + cli::kExitCodesText +
+    app.footer(std::string("Examples:\n"
+                           "  gpuexpand validate spec.yaml                 (no network)\n"
+                           "  gpuexpand plan spec.yaml --limit rack=r07    (what apply would change, and why)\n"
+                           "  gpuexpand apply spec.yaml                    (shows the plan, asks, then applies)\n"
+                           "  gpuexpand doctor spec.yaml --limit @failed   (what is wrong, and what to check next)\n\n") +
+               "Exit codes: " + cli::kExitCodesText +
                "\nRun 'gpuexpand COMMAND --help' for a command's options and examples.");
 
     cli::Action action;

@@ -220,6 +220,7 @@ void add_completion_commands(CLI::App& app, Action& action) {
     };
   });
   CLI::App* man = app.add_subcommand("man", "Print the manual page (roff): gpuexpand man | man -l -");
+  man->footer("Examples:\n  gpuexpand man | man -l -\n  gpuexpand man > /usr/local/share/man/man1/gpuexpand.1");
   man->callback([&action, &app] {
     action = [&app](Context&) {
       std::cout << man_page(app);

@@ -86,7 +86,7 @@ void add_rollback_command(CLI::App& app, Action& action) {
   cmd->add_option("--to", options->to, "Keep this phase and the ones before it; undo the later ones")
       ->required()
       ->check(CLI::IsMember(phase_order()));
-  cmd->footer("Example:\n  gpuexpand rollback spec.yaml --node gpu-node-007 --to os-init\n\n"
+  cmd->footer("Examples:\n  gpuexpand rollback spec.yaml --node gpu-node-007 --to os-init\n  gpuexpand rollback spec.yaml --node gpu-node-007 --to monitoring\n\n"
               "Restores, newest first, every checkpoint taken before a phase after --to: files byte for byte,\n"
               "package versions, service states, sysctl values, mounts.");
 }

@@ -20,7 +20,34 @@ struct StatusOptions {
   int64_t run = 0;
   std::string output = "text";
   int history = 10;
+  std::vector<std::string> limits;
 };
+
+// --limit on the commands that read the store: the spec says what racks and
+// groups the terms name (as on every command that takes nodes).
+std::vector<std::string> limited_nodes(Context& context, const std::string& spec_file, const std::string& state,
+                                       const std::vector<std::string>& limits, const char* command) {
+  if (limits.empty()) return {};
+  if (spec_file.empty()) {
+    throw CommandFailed{kExitError, std::string(command) + " --limit needs SPEC (the racks and groups it names)"};
+  }
+  const ClusterSpec spec = context.load_spec(spec_file);
+  auto selected = select_nodes(spec, expand_failed_limits(limits, state, spec));
+  if (!selected) throw CommandFailed{kExitError, selected.error().message};
+  std::vector<std::string> nodes;
+  for (const auto* node : selected.value()) nodes.push_back(node->name);
+  return nodes;
+}
+
+// Only the records of `nodes` (all when it is empty).
+template <typename T>
+std::vector<T> of_nodes(std::vector<T> records, const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return records;
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [&](const T& r) { return std::find(nodes.begin(), nodes.end(), r.node) == nodes.end(); }),
+                records.end());
+  return records;
+}
 
 struct UnlockOptions {
   std::string spec;
@@ -31,16 +58,17 @@ struct UnlockOptions {
 };
 
 
-int run_status(Context&, const StatusOptions& options) {
+int run_status(Context& context, const StatusOptions& options) {
   const std::string state = store_to_read(options.state, options.spec);
+  const std::vector<std::string> nodes = limited_nodes(context, options.spec, state, options.limits, "status");
   auto store = open_existing_store(state);
   if (options.run > 0) {
     auto run = checked(store->run(options.run));
     if (!run) throw CommandFailed{kExitError, "no run " + std::to_string(options.run) + " in " + state};
-    const auto results = checked(store->phase_results(options.run));
-    const auto audit = checked(store->audit(options.run));
-    const auto checks = checked(store->checks_of_run(options.run));
-    const auto outcomes = checked(store->node_outcomes(options.run));
+    const auto results = of_nodes(checked(store->phase_results(options.run)), nodes);
+    const auto audit = of_nodes(checked(store->audit(options.run)), nodes);
+    const auto checks = of_nodes(checked(store->checks_of_run(options.run)), nodes);
+    const auto outcomes = of_nodes(checked(store->node_outcomes(options.run)), nodes);
     if (options.output == "json") {
       nlohmann::json doc{{"run", *run}, {"phases", results}, {"audit", audit}};
       doc["nodes"] = nlohmann::json::array();
@@ -54,8 +82,8 @@ int run_status(Context&, const StatusOptions& options) {
   }
 
   const auto runs = checked(store->runs(options.history));
-  const auto latest = checked(store->latest_phase_results({}));
-  const auto latest_checks = checked(store->latest_checks({}));
+  const auto latest = checked(store->latest_phase_results(nodes));
+  const auto latest_checks = checked(store->latest_checks(nodes));
   if (options.output == "json") {
     nlohmann::json doc{{"runs", runs}, {"latest", latest}};
     // "checks": {"node-01": [the latest result of each check, in the order they ran], …}
@@ -78,15 +106,9 @@ int run_unlock(Context& context, const UnlockOptions& options) {
     throw CommandFailed{kExitError, "unlock needs --force: releasing a lock another apply still uses lets two runs "
                                     "change the same nodes"};
   }
-  // --limit reads racks and groups from the spec, as on every other command.
   std::vector<std::string> nodes = options.nodes;
-  if (!options.limits.empty()) {
-    if (options.spec.empty()) throw CommandFailed{kExitError, "unlock --limit needs SPEC (the racks and groups it names)"};
-    const ClusterSpec spec = context.load_spec(options.spec);
-    auto selected =
-        select_nodes(spec, expand_failed_limits(options.limits, store_to_read(options.state, options.spec), spec));
-    if (!selected) throw CommandFailed{kExitError, selected.error().message};
-    for (const auto* node : selected.value()) nodes.push_back(node->name);
+  for (auto& name : limited_nodes(context, options.spec, store_to_read(options.state, options.spec), options.limits, "unlock")) {
+    nodes.push_back(std::move(name));
   }
   auto store = open_existing_store(store_to_read(options.state, options.spec));
   const auto released = checked(store->force_unlock(nodes, lock_holder_identity(), utc_now_rfc3339()));
@@ -106,9 +128,12 @@ void add_status_command(CLI::App& app, Action& action) {
   cmd->add_option("--run", options->run,
                   "One run: its phase results, acceptance checks and its remote commands (time, node, exit, duration)");
   cmd->add_option("--history", options->history, "How many runs to list")->capture_default_str();
+  cmd->add_option("-l,--limit", options->limits, "Only the selected nodes' phases, checks and commands (needs SPEC)")
+      ->allow_extra_args(false);
   add_output_option(*cmd, options->output, {"text", "json"});
   cmd->footer("Examples:\n  gpuexpand status spec.yaml                 (the latest runs, each node's phases and checks)\n"
               "  gpuexpand status spec.yaml --run 12        (one run in detail)\n"
+              "  gpuexpand status spec.yaml --limit rack=r02 (those nodes only)\n"
               "  gpuexpand status spec.yaml --output json");
   set_action(*cmd, action, options, run_status);
 

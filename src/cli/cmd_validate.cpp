@@ -39,7 +39,7 @@ void add_validate_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand("validate", "Check specs for errors (no network): YAML, schema, host lists, references");
   cmd->add_option("SPEC", options->specs, "Spec files")->required()->check(CLI::ExistingFile);
   add_output_option(*cmd, options->output, {"text", "json"});
-  cmd->footer("Example:\n  gpuexpand validate examples/h200-expansion.yaml\n\n"
+  cmd->footer("Examples:\n  gpuexpand validate examples/h200-expansion.yaml\n  gpuexpand validate specs/*.yaml --output json\n\n"
               "Every error is reported at once as FILE:LINE:COL: message; exit 0 when all specs are valid, 1 otherwise.");
   set_action(*cmd, action, options, run_validate);
 }

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <sstream>
 
 #include <filesystem>
 #include <fstream>
@@ -688,6 +690,28 @@ TEST(Cli, StatusWithoutChecksShowsNoAcceptance) {
   EXPECT_FALSE(one_json.contains("checks")) << one_json.dump();
 }
 
+// status --limit: only the selected nodes' rows, as on every command that
+// takes nodes (the spec names the racks and groups).
+TEST(Cli, StatusLimitShowsOnlyTheSelectedNodes) {
+  const std::string state = make_temp_dir() + "/state.db";
+  seed_store(state, true);
+  auto all = run_gpuexpand({"status", kLabSpec, "--state", state, "-o", "json"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(nlohmann::json::parse(all.out)["checks"].size(), 2u);
+  auto limited = run_gpuexpand({"status", kLabSpec, "--state", state, "--limit", "node-02", "-o", "json"});
+  ASSERT_EQ(limited.exit_code, 0) << limited.err;
+  const auto doc = nlohmann::json::parse(limited.out);
+  std::set<std::string> nodes;
+  for (const auto& r : doc["latest"]) nodes.insert(r["node"].get<std::string>());
+  for (const auto& [node, _] : doc["checks"].items()) nodes.insert(node);
+  EXPECT_EQ(nodes, std::set<std::string>{"node-02"}) << limited.out;
+  auto run = run_gpuexpand({"status", kLabSpec, "--state", state, "--run", "1", "--limit", "node-02"});
+  EXPECT_EQ(run.out.find("node-01"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("node-02"), std::string::npos) << run.out;
+  auto no_spec = run_gpuexpand({"status", "--state", state, "--limit", "node-02"});
+  EXPECT_EQ(no_spec.err, "gpuexpand: error: status --limit needs SPEC (the racks and groups it names)\n");
+}
+
 TEST(Cli, StatusShowsTheLatestAcceptanceChecksPerNode) {
   const std::string state = make_temp_dir() + "/state.db";
   seed_store(state, true);
@@ -880,6 +904,26 @@ TEST(Cli, PlanWithBrokenFacts) {
 
 namespace gpuexpand::testing {
 namespace {
+
+// Every command's --help ends with examples, the top level's too.
+TEST(Cli, EveryHelpHasExamples) {
+  std::vector<std::string> commands = {""};
+  const auto top = run_gpuexpand({"--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // The commands as --help lists them: "  name   description" under "Subcommands:".
+  std::istringstream lines(top.out.substr(top.out.find("Subcommands:")));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line) && line.rfind("  ", 0) == 0) {
+    commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  ASSERT_GT(commands.size(), 10u) << top.out;
+  for (const auto& command : commands) {
+    const auto help = command.empty() ? top : run_gpuexpand({command, "--help"});
+    EXPECT_NE(help.out.find("Examples:\n  gpuexpand " + (command.empty() ? std::string() : command + " ")), std::string::npos)
+        << "gpuexpand " << command << " --help has no examples:\n" << help.out;
+  }
+}
 
 // Conventions operators expect: global flags anywhere on the line, a typo
 // of a command gets "did you mean", --color says when to colour.
