@@ -4,8 +4,8 @@
 # ways real nodes break, one at a time or together: an uncorrectable ECC
 # error, a GPU device file gone, persistence off, the compute link down,
 # the disk full, fstab's mount options edited, the share slower than the
-# spec's minimum, Slurm's GRES above the GPUs visible; node-07 reached as a
-# user whose sudo rights are gone (after lab_sudo); reaching node-10 on a
+# spec's minimum, Slurm's GRES above the GPUs visible, NCCL's environment;
+# node-07 reached as a user whose sudo rights are gone; reaching node-10 on a
 # wrong port, with a changed host key, an unauthorized key, a name no DNS
 # knows; this machine's key, known_hosts and store unusable. Each finding
 # is checked by its words and doctor's exit code; node-08 (in service)
@@ -18,7 +18,7 @@
 # (NVSwitch systems only), a RealMemory above the node's memory:
 # tests/unit/doctor_test.cpp covers those on edited facts.
 #
-# Needs a running lab with 10 nodes, after lab_sudo (node-07's user ops).
+# Needs a running lab with 10 nodes.
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
 # Last line: "N passed, M failed"; exit 0 only if nothing failed.
 set -uo pipefail
@@ -96,8 +96,30 @@ sshn node-10 "sed -i 's/^COUNT=.*/COUNT=8/' /etc/nvidia-lab.conf && /usr/lib/nvi
 doctor "$work/lab.yaml" --limit 'node-[08,10]'
 check "every state mended: no findings again (exit 0)" test "$rc" -eq 0
 
+# ---------------------------------------------------------------- NCCL's environment edited by hand
+# /etc/nccl.conf as the spec writes it (the rdma phase), then its
+# interface changed to one the node does not have.
+spec_with "$work/nccl.yaml" '.defaults.network.nccl.env = {NCCL_SOCKET_IFNAME: "eth1", NCCL_DEBUG: "WARN"}'
+gxrun apply -y "$work/nccl.yaml" --limit node-10 --until rdma --state "$state"
+check "nccl: /etc/nccl.conf written (exit 0)" test "$rc" -eq 0
+sshn node-10 "sed -i 's/^NCCL_SOCKET_IFNAME=.*/NCCL_SOCKET_IFNAME=eth7/' /etc/nccl.conf"
+doctor "$work/nccl.yaml" --limit node-10
+check "nccl.conf edited by hand: a warning (exit 0)" test "$rc" -eq 0
+check "  its value against the spec's" has "  warn  network: NCCL_SOCKET_IFNAME=eth7 in /etc/nccl.conf, the spec wants eth1"
+# A spec written for another node model names an interface this one lacks.
+spec_with "$work/nccl-model.yaml" '.defaults.network.nccl.env = {NCCL_SOCKET_IFNAME: "ens108np0", NCCL_DEBUG: "WARN"}'
+doctor "$work/nccl-model.yaml" --limit node-10
+check "the spec's NCCL interface is not on the node: exit 3" test "$rc" -eq 3
+check "  named" has "  ERROR network: NCCL_SOCKET_IFNAME names ens108np0, which this node does not have"
+sshn node-10 "rm -f /etc/nccl.conf"
+
 # ---------------------------------------------------------------- reaching the nodes
-# node-07's user ops lost its sudoers line (the end of lab_sudo).
+# node-07's user ops without its sudoers line (as lab_sudo leaves it;
+# made here when this test runs alone).
+with_lab_source node-07 'command -v sudo >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q sudo >/dev/null 2>&1'
+"$lab" ssh node-07 -- "(id ops >/dev/null 2>&1 || useradd -m -s /bin/bash ops) &&
+  install -d -m 0700 -o ops -g ops /home/ops/.ssh && install -m 0600 -o ops -g ops /root/.ssh/authorized_keys /home/ops/.ssh/ &&
+  rm -f /etc/sudoers.d/ops" </dev/null
 spec_with "$work/sudo.yaml" '.ssh += {user: "ops", become: "sudo"}'
 doctor "$work/sudo.yaml" --limit node-07
 check "sudo without a password gone: exit 3" test "$rc" -eq 3
