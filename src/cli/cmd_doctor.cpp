@@ -5,6 +5,7 @@
 // commands it sends are audited like those of `facts`.
 
 #include <ctime>
+#include <map>
 #include <iostream>
 
 #include "audited_run.hpp"
@@ -24,9 +25,26 @@ struct DoctorOptions : NodeCommandOptions {
 };
 
 struct NodeReading {
-  CommandOutcome probe, extras, storage;
+  CommandOutcome probe, extras, storage, path_mtu;
   long long answered_at = 0;  // this machine's clock when the extras came back
 };
+
+// For each compute interface of node `i`, the address the spec gives the
+// first other selected node on an interface of that name (the same fabric
+// in a rack built alike): the peer of its path-MTU ping.
+std::map<std::string, std::string> path_peers(const std::vector<const NodeSpec*>& nodes, size_t i) {
+  std::map<std::string, std::string> peers;
+  for (const auto& own : nodes[i]->compute_addresses) {
+    const std::string& interface = own.first;
+    for (size_t j = 0; j < nodes.size() && !peers.count(interface); ++j) {
+      if (j == i) continue;
+      for (const auto& [name, cidr] : nodes[j]->compute_addresses) {
+        if (name == interface) peers[interface] = cidr.substr(0, cidr.find('/'));
+      }
+    }
+  }
+  return peers;
+}
 
 void print_findings(const std::vector<Finding>& findings, const std::string& title, bool colour) {
   std::cout << title << "\n";
@@ -62,8 +80,12 @@ int run_doctor(Context& context, const DoctorOptions& options) {
         readings[i].extras = o;
         readings[i].answered_at = static_cast<long long>(std::time(nullptr));
       });
-      if (const std::string storage = doctor_storage_script(playbook_variables(spec, *nodes[i])); !storage.empty()) {
+      const nlohmann::json vars = playbook_variables(spec, *nodes[i]);
+      if (const std::string storage = doctor_storage_script(vars); !storage.empty()) {
         runner->submit(i, shell_script(storage), [&, i](const CommandOutcome& o) { readings[i].storage = o; });
+      }
+      if (const std::string ping = doctor_path_mtu_script(vars, path_peers(nodes, i)); !ping.empty()) {
+        runner->submit(i, shell_script(ping), [&, i](const CommandOutcome& o) { readings[i].path_mtu = o; });
       }
     }
     runner->run();
@@ -85,6 +107,9 @@ int run_doctor(Context& context, const DoctorOptions& options) {
       per_node[i] = diagnose_node(*nodes[i], *facts, extras, r.answered_at);
       if (r.storage.ok()) {
         for (auto& f : storage_findings(nodes[i]->name, r.storage.out)) per_node[i].push_back(std::move(f));
+      }
+      if (r.path_mtu.ok()) {
+        for (auto& f : path_mtu_findings(nodes[i]->name, r.path_mtu.out)) per_node[i].push_back(std::move(f));
       }
     }
     for (const auto& f : per_node[i]) ++(f.error ? errors : warnings);
@@ -133,7 +158,8 @@ void add_doctor_command(CLI::App& app, Action& action) {
               "Checks: this machine's key, known_hosts entries and local files; per node the connection (DNS,\n"
               "port, host key, authentication, sudo), disk space, clock skew and time sync, the GPUs (driver\n"
               "loaded, library mismatch, count, model, persistence, device files, ECC, Xid errors, fabric\n"
-              "manager), compute interfaces (up, MTU), RDMA devices and ports, mounts (and the write rate\n"
+              "manager), compute interfaces (up, MTU, and the MTU along the path to another selected node),\n"
+              "RDMA devices and ports, mounts (and the write rate\n"
               "of each share with a minimum: 32 MiB written, read back, removed), and slurmd with the\n"
               "node's state in Slurm. Exit 0: no errors (warnings allowed); 3: errors found.");
 }

@@ -462,6 +462,35 @@ std::vector<Finding> storage_findings(const std::string& node, const std::string
   return out;
 }
 
+std::string doctor_path_mtu_script(const nlohmann::json& vars, const std::map<std::string, std::string>& peers) {
+  json settings = acceptance_settings(vars);
+  json interfaces = json::array();
+  for (const auto& i : settings.value("interfaces", json::array())) {
+    if (i.is_object() && peers.count(i.value("name", ""))) interfaces.push_back(i);
+  }
+  if (interfaces.empty()) return "";
+  settings["interfaces"] = interfaces;
+  settings["rdma"] = "none";  // the ping only: no ib_write_bw, no NCCL test from doctor
+  settings["checks"] = json::array({"network"});
+  return acceptance_script(settings, peers, AcceptanceMode::Verify);
+}
+
+std::vector<Finding> path_mtu_findings(const std::string& node, const std::string& output) {
+  std::vector<Finding> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    for (const auto& r : parse_acceptance_output(line)) {
+      if (r.check != "network" || r.status != CheckStatus::Fail || r.detail.find(" do not reach ") == std::string::npos) {
+        continue;
+      }
+      out.push_back({node, "network", true, r.detail + ": the path does not carry the MTU",
+                     "every hop's MTU: the switch ports and the peer's interface (ip -br link on both); lower "
+                     "network.mtu if the fabric cannot carry it"});
+    }
+  }
+  return out;
+}
+
 Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message, const SshSettings& ssh) {
   const std::string address = node.address.empty() ? node.name : node.address;
   std::string next;

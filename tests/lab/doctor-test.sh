@@ -3,7 +3,8 @@
 # troubleshooting table names (issue 14): node-10 (converged) broken the
 # ways real nodes break, one at a time or together: an uncorrectable ECC
 # error, a GPU device file gone, persistence off, the compute link down,
-# the disk full, fstab's mount options edited, the share slower than the
+# the disk full, fstab's mount options edited, a switch port with a smaller
+# MTU than the path needs, the share slower than the
 # spec's minimum, Slurm's GRES above the GPUs visible, NCCL's environment;
 # node-07 reached as a user whose sudo rights are gone; reaching node-10 on a
 # wrong port, with a changed host key, an unauthorized key, a name no DNS
@@ -74,6 +75,16 @@ check "  fstab's options edited" has_like "^  warn  storage: shared: fstab mount
 check "  the disk full" has_like "^  ERROR disk: [0-9]+ MiB free under /var/lib/gpuexpand \(at least 1024 MiB needed\)$"
 "$lab" unfill node-10 >/dev/null
 sshn node-10 "ip link set eth1 up; cp -p /root/fstab.gx-test /etc/fstab; rm -f /root/fstab.gx-test"
+
+# The MTU along the path: node-10's compute port on the switch (the host
+# end of its eth1) at 1500 while both nodes' interfaces say 9000.
+ip link set gx1-node-10 mtu 1500
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
+ip link set gx1-node-10 mtu 9000
+check "a switch port with a smaller MTU: exit 3" test "$rc" -eq 3
+check "  node-10's full-size packets do not reach node-08" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.18 (ping -M do -s 8972): the path does not carry the MTU"
+check "  nor node-08's node-10" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.20 (ping -M do -s 8972): the path does not carry the MTU"
+check "  while each interface's own MTU is right" bash -c '! grep -q "MTU 1500 on eth1" <<<"$1"' _ "$out"
 
 # The share, measured as acceptance measures it, against a minimum no
 # sshfs on this machine reaches.

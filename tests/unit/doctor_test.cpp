@@ -191,6 +191,25 @@ TEST_F(DoctorTest, StorageSlowerThanItsMinimumOrNotWritable) {
   EXPECT_NE(storage_findings("node-01", output).front().next.find("iperf3"), std::string::npos);
 }
 
+// The MTU along the path: acceptance's ping at the interface's MTU,
+// fragmentation forbidden, to a peer; a failure is the path's.
+TEST_F(DoctorTest, PathMtuPingAndItsFinding) {
+  const json vars = playbook_variables(*spec_, spec_->nodes.front());
+  EXPECT_EQ(doctor_path_mtu_script(vars, {}), "") << "no peer, nothing to ping";
+  const std::string script = doctor_path_mtu_script(vars, {{"eth1", "198.18.1.12"}});
+  EXPECT_NE(script.find("ping -M do -s 8972 -c 2 -W 2 -I eth1 198.18.1.12"), std::string::npos) << script;
+  EXPECT_EQ(script.find("ib_write_bw"), std::string::npos);
+  EXPECT_EQ(script.find("srun"), std::string::npos) << "only the network check";
+  const std::string output =
+      "@@check network pass 0.0 eth1 up, MTU 9000\n"
+      "@@check network fail 2.0 eth1: 9000-byte packets do not reach 198.18.1.12 (ping -M do -s 8972)\n@@end\n";
+  const auto found = path_mtu_findings("node-01", output);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].what, "eth1: 9000-byte packets do not reach 198.18.1.12 (ping -M do -s 8972): the path does not carry the MTU");
+  EXPECT_TRUE(found[0].error);
+  EXPECT_TRUE(path_mtu_findings("node-01", "@@check network pass 0.1 eth1: 9000-byte packets reach 198.18.1.12 unfragmented\n").empty());
+}
+
 TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
   facts_["scheduler"]["slurm"]["real_memory_mb"] = 2048000;
   facts_["memory_mib"] = 2015000;

@@ -5,6 +5,7 @@
 // clock, the kernel's Xid lines), so each finding is tested on recorded or
 // edited facts; the lab puts real nodes into some of these states.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,14 @@ std::string doctor_storage_script(const nlohmann::json& vars);
 // Its answer as findings: a share slower than its minimum, or not
 // writable. A mount that is not mounted is the facts' finding already.
 std::vector<Finding> storage_findings(const std::string& node, const std::string& output);
+
+// The MTU along the path: acceptance's ping at each compute interface's
+// MTU with fragmentation forbidden, to `peers` (interface -> a peer's IPv4
+// address, another node doctor looks at). "" when no interface has one.
+std::string doctor_path_mtu_script(const nlohmann::json& vars, const std::map<std::string, std::string>& peers);
+// Its answer as findings: an interface whose full-size packets do not
+// reach the peer (a switch port, or the peer, with a smaller MTU).
+std::vector<Finding> path_mtu_findings(const std::string& node, const std::string& output);
 
 // A node that could not be reached: why, and what to check first.
 Finding connection_finding(const NodeSpec& node, FailureKind failure, const std::string& message,
