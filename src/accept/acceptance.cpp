@@ -599,7 +599,7 @@ AcceptanceCommand release_command(const json& settings) {
   command += std::string("mkdir -p /var/lib/gpuexpand && t=$(mktemp /var/lib/gpuexpand/.accepted.XXXXXX) && ") +
              kRemoveTempOnExit + " && cat > \"$t\" && " +
              holds_bytes_test("\"$t\"", record.size()) + " && chmod 0644 \"$t\" && mv -f \"$t\" " +
-             q(kAcceptanceRecordPath) + " || { rm -f \"$t\"; exit 1; }";
+             q(kAcceptanceRecordPath) + " || exit 1";  // the EXIT trap removes $t
   return {command, record};
 }
 

@@ -48,22 +48,6 @@ struct ApplyOptions : NodeCommandOptions {
   std::string progress = "auto";  // auto: the live block on a terminal (view/apply_progress.hpp); tty; plain
 };
 
-// The plan's first line, its groups' header lines (host lists, what they
-// get) and its summary: what a plan too tall for the terminal shows first.
-std::string plan_outline(const std::string& whole) {
-  std::string out;
-  std::istringstream in(whole);
-  size_t hidden = 0;
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] != ' ') {
-      out += line + "\n";
-    } else {
-      ++hidden;
-    }
-  }
-  return out + "(" + std::to_string(hidden) + " lines of changes not shown)\n";
-}
-
 // Terraform's convention: apply shows what it would change and asks,
 // unless told not to (-y), or the spec is a saved plan (that was the
 // review); without a terminal to ask on it refuses, naming the flag.

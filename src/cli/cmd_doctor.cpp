@@ -82,7 +82,8 @@ int run_doctor(Context& context, const DoctorOptions& options) {
       });
       const nlohmann::json vars = playbook_variables(spec, *nodes[i]);
       if (const std::string storage = doctor_storage_script(vars); !storage.empty()) {
-        runner->submit(i, shell_script(storage), [&, i](const CommandOutcome& o) { readings[i].storage = o; });
+        runner->submit(i, shell_script(storage, std::chrono::seconds(kDoctorStorageSeconds)),
+                       [&, i](const CommandOutcome& o) { readings[i].storage = o; });
       }
       if (const std::string ping = doctor_path_mtu_script(vars, path_peers(nodes, i)); !ping.empty()) {
         runner->submit(i, shell_script(ping), [&, i](const CommandOutcome& o) { readings[i].path_mtu = o; });
@@ -107,6 +108,8 @@ int run_doctor(Context& context, const DoctorOptions& options) {
       per_node[i] = diagnose_node(*nodes[i], *facts, extras, r.answered_at);
       if (r.storage.ok()) {
         for (auto& f : storage_findings(nodes[i]->name, r.storage.out)) per_node[i].push_back(std::move(f));
+      } else if (r.storage.failure == FailureKind::CommandTimeout) {
+        per_node[i].push_back(storage_hung_finding(nodes[i]->name, playbook_variables(spec, *nodes[i])));
       }
       if (r.path_mtu.ok()) {
         for (auto& f : path_mtu_findings(nodes[i]->name, r.path_mtu.out)) per_node[i].push_back(std::move(f));

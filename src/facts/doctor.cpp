@@ -16,6 +16,7 @@
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/local_file.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
 #include "json_read.hpp"
 
 namespace gpuexpand {
@@ -402,6 +403,15 @@ class NodeDoctor {
   const json& settings_;
 };
 
+// The mounts the storage test writes to: those whose spec sets a minimum.
+json measured_mounts(const nlohmann::json& vars) {
+  json mounts = json::array();
+  for (const auto& m : acceptance_settings(vars).value("mounts", json::array())) {
+    if (m.is_object() && m.value("min_mbps", 0L) > 0) mounts.push_back(m);
+  }
+  return mounts;
+}
+
 }  // namespace
 
 std::string doctor_extras_script() {
@@ -428,14 +438,21 @@ DoctorExtras parse_doctor_extras(const std::string& output) {
 
 std::string doctor_storage_script(const nlohmann::json& vars) {
   json settings = acceptance_settings(vars);
-  json mounts = json::array();
-  for (const auto& m : settings.value("mounts", json::array())) {
-    if (m.is_object() && m.value("min_mbps", 0L) > 0) mounts.push_back(m);
-  }
+  const json mounts = measured_mounts(vars);
   if (mounts.empty()) return "";
   settings["mounts"] = mounts;
   settings["checks"] = json::array({"storage"});
   return acceptance_script(settings, {}, AcceptanceMode::Verify);
+}
+
+Finding storage_hung_finding(const std::string& node, const nlohmann::json& vars) {
+  std::string mounts;
+  for (const auto& m : measured_mounts(vars)) mounts += (mounts.empty() ? "" : ", ") + m.value("mountpoint", "");
+  return {node, "storage", true,
+          "the write test of " + mounts + " did not finish in " + std::to_string(kDoctorStorageSeconds) +
+              " s: a share that hangs",
+          "mount | grep the share; the server (nfs: dmesg says 'server not responding'; sshfs: the ssh "
+          "connection); umount -l and mount again once it answers"};
 }
 
 std::vector<Finding> storage_findings(const std::string& node, const std::string& output) {
@@ -445,11 +462,7 @@ std::vector<Finding> storage_findings(const std::string& node, const std::string
     // One line per mount: parsed one by one, not merged into one check.
     for (const auto& r : parse_acceptance_output(line)) {
       if (r.check != "storage" || r.status != CheckStatus::Fail) continue;
-      const auto ends_with = [&](const char* tail) {
-        const std::string t(tail);
-        return r.detail.size() >= t.size() && r.detail.compare(r.detail.size() - t.size(), t.size(), t) == 0;
-      };
-      if (ends_with(" is not mounted")) continue;
+      if (r.detail.ends_with(" is not mounted")) continue;
       const bool slow = r.detail.find(" below the minimum ") != std::string::npos;
       out.push_back({node, "storage", true, r.detail,
                      slow ? "the server's load and the path to it (iperf3 to the server; ethtool -S for drops); the "
@@ -463,29 +476,51 @@ std::vector<Finding> storage_findings(const std::string& node, const std::string
 }
 
 std::string doctor_path_mtu_script(const nlohmann::json& vars, const std::map<std::string, std::string>& peers) {
-  json settings = acceptance_settings(vars);
-  json interfaces = json::array();
-  for (const auto& i : settings.value("interfaces", json::array())) {
-    if (i.is_object() && peers.count(i.value("name", ""))) interfaces.push_back(i);
+  // A small ping first: a peer that does not answer at all says nothing
+  // about the MTU. Then the interface's MTU, fragmentation forbidden.
+  std::string s;
+  for (const auto& i : acceptance_settings(vars).value("interfaces", json::array())) {
+    const std::string name = i.is_object() ? i.value("name", "") : "";
+    const auto peer = peers.find(name);
+    if (peer == peers.end()) continue;
+    const long long mtu = number(i, "mtu", 1500);
+    const std::string words = shell_quote(name) + " " + shell_quote(peer->second) + " " + std::to_string(mtu);
+    const std::string on = " -W 2 -I " + shell_quote(name) + " " + shell_quote(peer->second) + " >/dev/null 2>&1";
+    s += "if ! command -v ping >/dev/null 2>&1; then echo \"@@mtu " + words + " noping\"\n";
+    s += "elif ! ping -c 1" + on + "; then echo \"@@mtu " + words + " unreachable\"\n";
+    s += "elif ping -M do -s " + std::to_string(mtu - 28) + " -c 2" + on + "; then echo \"@@mtu " + words + " ok\"\n";
+    s += "else echo \"@@mtu " + words + " fragmented\"; fi\n";
   }
-  if (interfaces.empty()) return "";
-  settings["interfaces"] = interfaces;
-  settings["rdma"] = "none";  // the ping only: no ib_write_bw, no NCCL test from doctor
-  settings["checks"] = json::array({"network"});
-  return acceptance_script(settings, peers, AcceptanceMode::Verify);
+  return s.empty() ? "" : kRemoteScriptEnvironment + s;
 }
 
 std::vector<Finding> path_mtu_findings(const std::string& node, const std::string& output) {
   std::vector<Finding> out;
   std::istringstream in(output);
   for (std::string line; std::getline(in, line);) {
-    for (const auto& r : parse_acceptance_output(line)) {
-      if (r.check != "network" || r.status != CheckStatus::Fail || r.detail.find(" do not reach ") == std::string::npos) {
-        continue;
-      }
-      out.push_back({node, "network", true, r.detail + ": the path does not carry the MTU",
+    std::istringstream words(line);
+    std::string marker, name, peer, mtu, state;
+    if (!(words >> marker >> name >> peer >> mtu >> state) || marker != "@@mtu") continue;
+    long long bytes = 0;
+    try {
+      bytes = std::stoll(mtu);
+    } catch (...) {
+      continue;
+    }
+    const std::string size = std::to_string(bytes - 28);
+    if (state == "fragmented") {
+      out.push_back({node, "network", true,
+                     name + ": " + mtu + "-byte packets do not reach " + peer + " unfragmented (ping -M do -s " + size +
+                         "), small ones do: the path does not carry the MTU",
                      "every hop's MTU: the switch ports and the peer's interface (ip -br link on both); lower "
                      "network.mtu if the fabric cannot carry it"});
+    } else if (state == "unreachable") {
+      out.push_back({node, "network", false,
+                     name + ": " + peer + " does not answer a small ping: the MTU along the path is not measured",
+                     "ip -br addr on both nodes; is the peer up on this network (its doctor line)?"});
+    } else if (state == "noping") {
+      out.push_back({node, "network", false, "ping is not installed: the MTU along the path is not measured",
+                     "apt-get install iputils-ping (the lab spec's os.packages has it)"});
     }
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "gpuexpand/steps/params.hpp"
 #include "gpuexpand/util/hostlist.hpp"
 
 namespace gpuexpand {
@@ -34,12 +35,7 @@ std::string replace_all(std::string text, const std::string& value, const std::s
 }
 
 // What names an element of an array of objects, for its path.
-std::string element_key(const json& item) {
-  for (const char* key : {"name", "target", "device", "id"}) {
-    if (item.contains(key) && item[key].is_string()) return item[key].get<std::string>();
-  }
-  return "";
-}
+std::string element_key(const json& item) { return list_element_name(item); }
 
 struct Own {
   const NodeSpec& node;

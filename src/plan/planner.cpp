@@ -7,6 +7,7 @@
 #include "gpuexpand/playbook/expression.hpp"
 #include "gpuexpand/playbook/template.hpp"
 #include "gpuexpand/playbook/variables.hpp"
+#include "gpuexpand/steps/params.hpp"
 #include "gpuexpand/steps/step_kind.hpp"
 #include "gpuexpand/util/digest.hpp"
 
@@ -122,9 +123,8 @@ void set_fact(json& facts, const std::string& path, const std::string& value) {
     const std::string name = segment.substr(open + 1, segment.size() - open - 2);
     json& list = (*at)[segment.substr(0, open)];
     if (!list.is_array()) list = json::array();
-    auto element = std::find_if(list.begin(), list.end(), [&](const json& e) {
-      return e.is_object() && (e.value("name", "") == name || e.value("target", "") == name);
-    });
+    auto element = std::find_if(list.begin(), list.end(),
+                                [&](const json& e) { return list_element_name(e) == name; });
     if (element == list.end()) {
       list.push_back({{"name", name}});
       element = list.end() - 1;

@@ -287,15 +287,18 @@ DocumentStarts document_starts(const std::string& text) {
   return {handler.values, stuck};
 }
 
-// The first tab in a line's leading whitespace up to `last_line` (1-based):
-// YAML indents with spaces only, and yaml-cpp's message for a tab there
-// ("illegal map value", "end of map not found") does not say so.
-std::optional<SourceLocation> indentation_tab(const std::string& text, const std::string& file, int last_line) {
+// A tab in the leading whitespace of the error's line or the one before
+// it (1-based): YAML indents with spaces only, and yaml-cpp's message for a
+// tab there ("illegal map value", "end of map not found") does not say so.
+// Only those two lines: a tab elsewhere may be a block scalar's text.
+std::optional<SourceLocation> indentation_tab(const std::string& text, const std::string& file, int error_line) {
   int line = 1;
-  for (size_t start = 0; start < text.size() && line <= last_line; ++line) {
+  for (size_t start = 0; start < text.size() && line <= error_line; ++line) {
     const size_t end = std::min(text.find('\n', start), text.size());
-    for (size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
-      if (text[i] == '\t') return SourceLocation{file, line, static_cast<int>(i - start) + 1};
+    if (line >= error_line - 1) {
+      for (size_t i = start; i < end && (text[i] == ' ' || text[i] == '\t'); ++i) {
+        if (text[i] == '\t') return SourceLocation{file, line, static_cast<int>(i - start) + 1};
+      }
     }
     start = end + 1;
   }
@@ -334,7 +337,7 @@ std::optional<YamlDocument> parse_yaml_document(const std::string& text, const s
   } catch (const YAML::Exception& e) {
     SourceLocation where{file, e.mark.line >= 0 ? e.mark.line + 1 : 0,
                          e.mark.column >= 0 ? e.mark.column + 1 : 0};
-    if (auto tab = indentation_tab(text, file, where.line > 0 ? where.line : 1 << 30)) {
+    if (auto tab = where.line > 0 ? indentation_tab(text, file, where.line) : std::nullopt) {
       diagnostics.push_back({*tab, "YAML syntax error: a tab in the indentation (YAML indents with spaces only)"});
       return std::nullopt;
     }

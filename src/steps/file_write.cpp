@@ -23,7 +23,7 @@ ActionCommand write_file_action(const nlohmann::json& p) {
                         " && cat > \"$t\" && " +
                         holds_bytes_test("\"$t\"", content.size());
   command += ownership_commands(p, "\"$t\"");
-  command += " && mv -f -- \"$t\" " + qp + " || { rm -f -- \"$t\"; exit 1; }";
+  command += " && mv -f -- \"$t\" " + qp + " || exit 1";  // the EXIT trap removes $t
   return {command, content};
 }
 

@@ -10,6 +10,14 @@ namespace gpuexpand {
 
 using nlohmann::json;
 
+std::string list_element_name(const nlohmann::json& element) {
+  if (!element.is_object()) return "";
+  for (const char* key : {"name", "target", "device", "id"}) {
+    if (const auto it = element.find(key); it != element.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
 std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback) {
   if (!params.is_object()) return fallback;
   auto it = params.find(key);

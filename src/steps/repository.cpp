@@ -338,6 +338,9 @@ class Repository final : public StepKind {
   }
 
   void predict(const ResolvedStep& step, json& facts) const override {
+    // The sources change: what apt would install was read from the old ones
+    // (a later package step installs "installed", decided on the node).
+    facts.erase("package_install_candidates");
     const auto manager = manager_param(step.params);
     if (!manager) return;
     for (const auto& s : sources_of(step.params)) {

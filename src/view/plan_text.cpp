@@ -125,18 +125,21 @@ std::string differing_targets(const NodePlan& a, const NodePlan& b) {
   return out;
 }
 
-// `abstracted` undone for one node's own lines of a lines_delta.
-std::string with_own_values(const NodePlan& node, const std::string& text) {
+// `abstracted` undone in a lines_delta where a side is one node (printed
+// with its real values elsewhere): `mine` for this group's lines, `theirs`
+// for the "instead of" lines; a side of several nodes (nullptr) keeps its
+// placeholders.
+std::string with_own_values(const NodePlan* mine, const NodePlan* theirs, const std::string& text) {
   std::string out;
   std::istringstream in(text);
-  bool own = true;  // "instead of" lines are the other group's: they keep their placeholders
+  const NodePlan* node = mine;
   for (std::string line; std::getline(in, line);) {
-    if (line == "    instead of") own = false;
-    if (line == "    these" || line == "    also") own = true;
-    if (own) {
-      for (const auto& [placeholder, value] : node.own_values) line = replace_token(line, placeholder, value);
-      line = replace_token(line, "{node.name}", node.node);
-      line = replace_token(line, "{node.address}", node.address);
+    if (line == "    instead of") node = theirs;
+    if (line == "    these" || line == "    also") node = mine;
+    if (node) {
+      for (const auto& [placeholder, value] : node->own_values) line = replace_token(line, placeholder, value);
+      line = replace_token(line, "{node.name}", node->node);
+      line = replace_token(line, "{node.address}", node->address);
     }
     out += line + "\n";
   }
@@ -157,7 +160,11 @@ std::string lines_delta(const std::string& base, const std::string& body) {
   };
   const auto is_heading = [](const std::string& line) { return line.size() > 2 && line[2] != ' '; };
   const std::vector<std::string> a = split(base), b = split(body);
-  // Longest common subsequence, by lines (plans are tens of lines).
+  // Only for plans that could differ in a few lines; the table below is
+  // a.size() * b.size() (change lines only, no diffs: tens to hundreds).
+  const size_t apart = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+  if (b.size() < 8 || apart > 12 || apart * 3 > b.size() || a.size() * b.size() > 250000) return "";
+  // Longest common subsequence, by lines.
   std::vector<std::vector<size_t>> lcs(a.size() + 1, std::vector<size_t>(b.size() + 1, 0));
   for (size_t i = a.size(); i-- > 0;) {
     for (size_t j = b.size(); j-- > 0;) {
@@ -220,6 +227,20 @@ std::string mask_secrets(const std::string& text) {
   return std::regex_replace(text, secret, "$1(masked)");
 }
 
+std::string plan_outline(const std::string& rendered_plan) {
+  std::string out;
+  std::istringstream in(rendered_plan);
+  size_t hidden = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != ' ') {
+      out += line + "\n";
+    } else {
+      ++hidden;
+    }
+  }
+  return out + "(" + std::to_string(hidden) + " lines of changes not shown)\n";
+}
+
 std::string plan_summary_line(const Plan& plan) {
   const PlanSummary s = plan.summary();
   std::string line = std::to_string(s.nodes) + (s.nodes == 1 ? " node: " : " nodes: ") + std::to_string(s.to_change) +
@@ -250,7 +271,9 @@ struct PlanGroup {
   std::string delta;                  // lines_delta(nearly->body, body)
 };
 
-std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& options) {
+// `deltas`: find for each group an earlier one it differs from in a few
+// lines (the text plan without diffs says it by those lines).
+std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& options, bool deltas) {
   std::vector<PlanGroup> groups;
   groups.reserve(plan.nodes.size());  // same_lines points into it
   std::map<std::string, size_t> index_by_key;
@@ -288,7 +311,7 @@ std::vector<PlanGroup> plan_groups(const Plan& plan, const PlanTextOptions& opti
         break;
       }
     }
-    if (groups[g].same_lines || groups[g].body.empty()) continue;
+    if (!deltas || groups[g].same_lines || groups[g].body.empty()) continue;
     // Else the largest earlier group printed whole that differs in a few lines.
     for (size_t e = 0; e < g; ++e) {
       const PlanGroup& earlier = groups[e];
@@ -312,7 +335,8 @@ std::string same_lines_note(const PlanGroup& group) {
 
 std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
   std::string out = "Plan for cluster " + plan.cluster + " (" + plan.spec_file + ")\n";
-  for (const PlanGroup& group : plan_groups(plan, options)) {
+  // With --diff (and -v) every group is shown whole, each change with its diff.
+  for (const PlanGroup& group : plan_groups(plan, options, !options.diff)) {
     out += "\n";
     const bool several = group.names.size() > 1;
     if (group.same_lines) {
@@ -323,7 +347,8 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options) {
     if (group.nearly) {
       out += fold_hostlist(group.names) + " (" + std::to_string(group.names.size()) + (several ? " nodes" : " node") +
              "): the changes of " + fold_hostlist(group.nearly->names) + ", except\n" +
-             (several ? group.delta : with_own_values(*group.first, group.delta));
+             with_own_values(several ? nullptr : group.first,
+                             group.nearly->names.size() > 1 ? nullptr : group.nearly->first, group.delta);
       // Steps whose lines read the same but whose content differs too.
       std::string others;
       std::istringstream targets(differing_targets(*group.first, *group.nearly->first));
@@ -357,7 +382,7 @@ std::string render_plan_markdown(const Plan& plan, const PlanTextOptions& option
   std::string out = "### gpuexpand plan: cluster `" + plan.cluster + "`\n\n**" + plan_summary_line(plan) + "**\n";
   PlanTextOptions plain = options;
   plain.color = false;
-  for (const PlanGroup& group : plan_groups(plan, plain)) {
+  for (const PlanGroup& group : plan_groups(plan, plain, false)) {
     const std::string hosts = "<code>" + fold_hostlist(group.names) + "</code>";
     const std::string count = std::to_string(group.names.size()) + (group.names.size() == 1 ? " node" : " nodes");
     if (group.same_lines) {

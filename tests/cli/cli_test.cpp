@@ -981,6 +981,12 @@ TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
   // A tab inside a block scalar's text is text, not indentation.
   write_file(dir + "/text.yaml", "apiVersion: gpuexpand/v1\ncluster:\n  name: t\n  description: |\n    a\tb\nnodes:\n  - name: n1\n");
   EXPECT_EQ(run_gpuexpand({"validate", dir + "/text.yaml"}).exit_code, 0);
+  // ... and does not hide a real error further down.
+  write_file(dir + "/later.yaml", "apiVersion: gpuexpand/v1\ncluster:\n  name: t\n  description: |\n    a\n    \tb\n"
+                                  "nodes:\n  - name: n1\n    rack: [r1\n");
+  auto later = run_gpuexpand({"validate", dir + "/later.yaml"});
+  EXPECT_EQ(later.exit_code, 1);
+  EXPECT_EQ(later.err.find("a tab in the indentation"), std::string::npos) << later.err;
 }
 
 // Shell completion and the manual page are generated from the command

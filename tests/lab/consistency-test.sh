@@ -136,7 +136,7 @@ check "  among them slurmd 24.11, which cannot register with the 22.05 controlle
   grep -qE '^  node-09: packages\.slurmd 24\.11\.[^ ]*, reference 22\.05\.' <<<"$(report)"
 check "  node-08 was only probed" test "$(only_probed "$(last_run)")" = "1 sh -s"
 
-out=$("$gx" facts "$work/expansion.yaml" --diff node-08 node-09 2>&1)
+out=$("$gx" facts "$work/expansion.yaml" --diff node-08 node-09 --state "$state" 2>&1)
 check "facts --diff node-08 node-09: the releases side by side" grep -qE '^os\.version_id +12 +13$' <<<"$out"
 check "  and no audit entry on node-08 other than probes, in every run" \
   test "$(sqlite3 "$state" "select count(*) from audit where node = 'node-08' and command <> 'sh -s'")" -eq 0 ||

@@ -68,8 +68,10 @@ sshn node-10 "sed -i '/^ECC_UNCORRECTED=/d' /etc/nvidia-lab.conf; /usr/lib/nvidi
 # ---------------------------------------------------------------- network, storage, disk
 sshn node-10 "ip link set eth1 down; cp -p /etc/fstab /root/fstab.gx-test; sed -i 's/allow_other,reconnect,/allow_other,/' /etc/fstab"
 "$lab" fill node-10 >/dev/null
-doctor "$work/lab.yaml" --limit node-10
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
 check "network, storage, disk: errors found (exit 3)" test "$rc" -eq 3
+check "  node-08 cannot reach node-10's eth1: said so, not blamed on the MTU" \
+  has "  warn  network: eth1: 198.18.1.20 does not answer a small ping: the MTU along the path is not measured"
 check "  the compute link down" has "  ERROR network: eth1 is down"
 check "  fstab's options edited" has_like "^  warn  storage: shared: fstab mounts /mnt/shared with allow_other,IdentityFile=/root/.ssh/id_ed25519, the spec wants allow_other,reconnect,IdentityFile=/root/.ssh/id_ed25519$"
 check "  the disk full" has_like "^  ERROR disk: [0-9]+ MiB free under /var/lib/gpuexpand \(at least 1024 MiB needed\)$"
@@ -82,8 +84,8 @@ ip link set gx1-node-10 mtu 1500
 doctor "$work/lab.yaml" --limit 'node-[08,10]'
 ip link set gx1-node-10 mtu 9000
 check "a switch port with a smaller MTU: exit 3" test "$rc" -eq 3
-check "  node-10's full-size packets do not reach node-08" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.18 (ping -M do -s 8972): the path does not carry the MTU"
-check "  nor node-08's node-10" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.20 (ping -M do -s 8972): the path does not carry the MTU"
+check "  node-10's full-size packets do not reach node-08" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.18 unfragmented (ping -M do -s 8972), small ones do: the path does not carry the MTU"
+check "  nor node-08's node-10" has "  ERROR network: eth1: 9000-byte packets do not reach 198.18.1.20 unfragmented (ping -M do -s 8972), small ones do: the path does not carry the MTU"
 check "  while each interface's own MTU is right" bash -c '! grep -q "MTU 1500 on eth1" <<<"$1"' _ "$out"
 
 # The share, measured as acceptance measures it, against a minimum no

@@ -108,6 +108,22 @@ TEST(PlanText, AChangeNamesTheVariantItsStepTook) {
             "2 nodes: 2 to change, 0 unchanged, 0 unreachable (2 changes)\n");
 }
 
+TEST(PlanText, OutlineKeepsTheGroupsAndTheSummary) {
+  EXPECT_EQ(plan_outline(render_plan_text(sample(), {})),
+            "Plan for cluster lab (lab.yaml)\n"
+            "\n"
+            "n[1-2] (2 nodes, same plan; {node.name} and {node.address} stand for each node's own)\n"
+            "\n"
+            "n10\n"
+            "\n"
+            "n[3-4]: no changes\n"
+            "\n"
+            "n5: unreachable: connection refused\n"
+            "\n"
+            "6 nodes: 3 to change, 2 unchanged, 1 unreachable (3 changes)\n"
+            "(4 lines of changes not shown)\n");
+}
+
 TEST(PlanText, FoldsNodesWhosePlansDifferOnlyInTheirOwnName) {
   EXPECT_EQ(render_plan_text(sample(), {}),
             "Plan for cluster lab (lab.yaml)\n"

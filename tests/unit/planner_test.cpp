@@ -254,6 +254,15 @@ TEST(Planner, AnUnpinnedPackageIsPredictedAtItsCandidate) {
   ASSERT_TRUE(plan.predicted_facts);
   EXPECT_EQ((*plan.predicted_facts)["packages"]["slurmd"], "24.11.5-4+deb13u1");
   EXPECT_EQ((*plan.predicted_facts)["packages"]["munge"], "installed");
+  // When the same plan changes the node's package sources first, the
+  // candidate read from the old sources is no prediction.
+  const std::string with_sources =
+      "  - {id: sources, type: repository, sources: \"{{ gpuexpand.package_sources }}\"}\n" + step;
+  const NodePlan changed = plan_one(
+      "  os: {repositories: [{name: r, uris: ['http://mirror.example/debian'], suites: [bookworm], components: [main], insecure: true}]}\n",
+      with_sources, facts);
+  ASSERT_TRUE(changed.predicted_facts) << changed.message;
+  EXPECT_EQ((*changed.predicted_facts)["packages"]["slurmd"], "installed");
 }
 
 // sets_facts names a list's element by its name, which may be a template:

@@ -42,6 +42,10 @@ std::string doctor_storage_script(const nlohmann::json& vars);
 // Its answer as findings: a share slower than its minimum, or not
 // writable. A mount that is not mounted is the facts' finding already.
 std::vector<Finding> storage_findings(const std::string& node, const std::string& output);
+// When that test did not finish within `seconds` (a share that hangs: the
+// commonest share failure), naming the mounts it was writing to.
+inline constexpr int kDoctorStorageSeconds = 120;
+Finding storage_hung_finding(const std::string& node, const nlohmann::json& vars);
 
 // The MTU along the path: acceptance's ping at each compute interface's
 // MTU with fragmentation forbidden, to `peers` (interface -> a peer's IPv4

@@ -13,6 +13,12 @@ namespace gpuexpand {
 // A rendered step parameter as text: strings as they are, other values as
 // JSON text, `fallback` when absent or null.
 std::string param_text(const nlohmann::json& params, const char* key, const std::string& fallback = "");
+
+// What names an element of a list of facts objects in a fact's path
+// ("interfaces[eth1]", "mounts[/mnt/shared]"): its name, target, device or
+// id, the first that is a string; "" when none is. facts --diff flattens by
+// it and sets_facts finds an element by it.
+std::string list_element_name(const nlohmann::json& element);
 // A rendered `names`-style parameter: one string, or a list of them.
 std::vector<std::string> param_names(const nlohmann::json& value);
 // A parameter only when it is a string ("" otherwise): what the probe and

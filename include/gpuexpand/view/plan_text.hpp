@@ -27,6 +27,11 @@ std::string render_plan_text(const Plan& plan, const PlanTextOptions& options);
 // as a `diff` block.
 std::string render_plan_markdown(const Plan& plan, const PlanTextOptions& options);
 
+// The first line of a rendered plan, its groups' header lines (host lists,
+// what they get) and its summary, with how many lines of changes it leaves
+// out: what apply shows first when the plan is taller than the terminal.
+std::string plan_outline(const std::string& rendered_plan);
+
 // "128 nodes: 96 to change, 32 unchanged, 0 unreachable"
 std::string plan_summary_line(const Plan& plan);
 
