@@ -11,6 +11,7 @@
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
+#include "controller_prefetch.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -67,6 +68,7 @@ class Execution {
     for (const auto& r : runs_) {
       if (r.request.needs_controller() && controllers_[r.index]) runner_.connect(*controllers_[r.index]);
     }
+    ask_controllers_ahead();
     start_next_batch();
     runner_.run();
     for (size_t i = 0; i < runs_.size(); ++i) {
@@ -234,6 +236,8 @@ class Execution {
   // wait and go together in its next script: commands to one controller
   // run one after another on its one session, and one script per node
   // would queue a thousand of them on a no-op apply of a thousand nodes.
+  // Before anything is applied, the answer asked ahead for the whole run
+  // stands in for a script of the node's own (controller_prefetch.hpp).
   void ask_controller(NodeRun& run) {
     const auto controller = controllers_[run.index];
     if (!controller) {
@@ -241,9 +245,41 @@ class Execution {
                                          "scheduler.slurm.controller");
       return;
     }
+    if (run.stage == Stage::Probing && !phase_begun_ && prefetch_.covers(*controller, run.node->name, run.request)) {
+      if (prefetch_.pending(*controller)) {
+        prefetch_waiting_[*controller].push_back(&run);
+        return;
+      }
+      if (auto merged = prefetch_.merge(*controller, run.node->name, run.facts); !merged) {
+        spdlog::warn("{}: {}", run.node->name, merged.error().message);
+      }
+      run.controller_asked = true;
+      facts_complete(run);
+      return;
+    }
     ControllerQueue& queue = controller_queues_[*controller];
     queue.waiting.push_back(&run);
     if (!queue.answering) ask_controller_for_waiting(*controller);
+  }
+
+  // Every node's questions, as they read before its facts, in one script
+  // per controller (controller_prefetch.hpp). Nodes that need them before
+  // the answer wait for it, then take their part or ask again.
+  void ask_controllers_ahead() {
+    std::map<size_t, std::map<std::string, FactsRequest>> by_controller;
+    for (const auto& r : runs_) {
+      if (r.request.needs_controller() && controllers_[r.index]) by_controller[*controllers_[r.index]][r.node->name] = r.request;
+    }
+    for (auto& [controller, by_node] : by_controller) {
+      CommandRequest request = shell_script(controller_check_script(by_node));
+      prefetch_.asked(controller, std::move(by_node));
+      runner_.submit(controller, std::move(request), [this, controller](const CommandOutcome& answer) {
+        prefetch_.answered(controller, answer);
+        std::vector<NodeRun*> waiting;
+        waiting.swap(prefetch_waiting_[controller]);
+        for (NodeRun* r : waiting) ask_controller(*r);
+      });
+    }
   }
 
   void ask_controller_for_waiting(size_t controller) {
@@ -315,6 +351,7 @@ class Execution {
   }
 
   void begin_phase(NodeRun& run, PhasePlan phase) {
+    phase_begun_ = true;  // from now on the controller's earlier answers may be stale
     run.phase = std::move(phase);
     run.touch = phase_touch(run.phase.steps);
     run.step = 0;
@@ -627,6 +664,9 @@ class Execution {
     std::vector<NodeRun*> waiting;   // nodes that asked since
   };
   std::map<size_t, ControllerQueue> controller_queues_;  // by controller endpoint
+  ControllerPrefetch prefetch_;
+  std::map<size_t, std::vector<NodeRun*>> prefetch_waiting_;  // by controller endpoint
+  bool phase_begun_ = false;  // on any node of the run
   ExecutionReport report_;
   size_t batch_size_ = 0, max_fail_ = 0, failures_ = 0;
   size_t next_node_ = 0, batch_begin_ = 0, batch_end_ = 0;

@@ -34,9 +34,6 @@ std::string replace_all(std::string text, const std::string& value, const std::s
   return text;
 }
 
-// What names an element of an array of objects, for its path.
-std::string element_key(const json& item) { return list_element_name(item); }
-
 struct Own {
   const NodeSpec& node;
   std::string hostname;  // as the node reports it: a bare node's factory name
@@ -57,9 +54,9 @@ void flatten(const json& value, const std::string& path, const Own& own, std::ma
   }
   if (value.is_array()) {
     bool keyed = !value.empty();
-    for (const auto& item : value) keyed = keyed && item.is_object() && !element_key(item).empty();
+    for (const auto& item : value) keyed = keyed && item.is_object() && !list_element_name(item).empty();
     if (keyed) {
-      for (const auto& item : value) flatten(item, path + "[" + element_key(item) + "]", own, out);
+      for (const auto& item : value) flatten(item, path + "[" + list_element_name(item) + "]", own, out);
       return;
     }
     bool scalars = true;

@@ -109,8 +109,10 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
   EXPECT_EQ(report.nodes[0].result, NodeResult::Changed) << report.nodes[0].message;
   EXPECT_EQ(report.nodes[0].changes, 2);
   EXPECT_EQ(journal.finished, (std::vector<std::string>{"monitoring succeeded", "scheduler succeeded"}));
-  EXPECT_EQ(asked, (std::vector<std::string>{"node probe", "node run-a", "node probe", "ctl checks", "ctl run-b",
-                                             "node probe", "ctl checks"}));
+  // The first question is asked ahead, while the node is probed; the
+  // monitoring phase then changed the node, so it is asked again.
+  EXPECT_EQ(asked, (std::vector<std::string>{"ctl checks", "node probe", "node run-a", "node probe", "ctl checks",
+                                             "ctl run-b", "node probe", "ctl checks"}));
 }
 
 // Nodes that need the controller while it answers others wait and go
@@ -162,10 +164,92 @@ TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
     asks += nodes_in_script.size();
     largest = std::max(largest, nodes_in_script.size());
   }
-  EXPECT_EQ(asks, 8u) << "each node: before its phase, and to verify it";
+  EXPECT_EQ(asks, 11u) << "every node ahead; n2-n4 again once n1 changed something; each to verify";
   EXPECT_LT(scripts.size(), asks);
-  EXPECT_EQ(scripts.front(), (std::vector<std::string>{"n1"})) << "the first asks at once";
-  EXPECT_EQ(scripts.at(1), (std::vector<std::string>{"n2", "n3", "n4"})) << "the others asked meanwhile";
+  ASSERT_GE(scripts.size(), 3u);
+  EXPECT_EQ(scripts.at(0), (std::vector<std::string>{"n1", "n2", "n3", "n4"})) << "asked ahead, for the whole run";
+  EXPECT_EQ(scripts.at(1), (std::vector<std::string>{"n2"})) << "n1's phase began: its answer may be stale for n2";
+  EXPECT_EQ(scripts.at(2), (std::vector<std::string>{"n3", "n4"})) << "the others asked meanwhile";
+}
+
+// A controller that answers every check with `converged` (0) or 1, and
+// counts its scripts and the nodes in each; the nodes answer only their
+// probe. For the tests of questions asked ahead.
+struct CountingController {
+  std::vector<std::vector<std::string>> scripts;  // the nodes of each controller script
+  bool converged = true;
+  CommandOutcome answer(const CommandRequest& request) {
+    static const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(m check ([A-Za-z0-9_-]+);)");
+    const std::string& script = request.stdin_data;
+    if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
+    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) != 0) return ok();
+    std::string out;
+    scripts.emplace_back();
+    std::istringstream in(script);
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, node_line)) {
+        scripts.back().push_back(m[1]);
+        out += "\n@@gpx:node " + m[1].str() + "\n";
+      } else if (std::regex_search(line, m, check_line)) {
+        out += "\n@@gpx:check " + m[1].str() + "\n" + (converged ? "0" : "1") + "\n";
+      }
+    }
+    return ok(out + "\n@@gpx:end\n");
+  }
+};
+
+// A no-op apply in batches asks the controller once for the whole run, not
+// once per batch (issue 16: 16-20 scripts for 20 lab nodes in batches of 3).
+TEST(Executor, ANoOpApplyInBatchesAsksTheControllerOnce) {
+  auto loaded = testing::load_spec(testing::minimal_spec(
+      "  - hosts: n[3-6]\n    addresses: 10.0.0.[3-6]\n"
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      controller_address: 10.0.0.9\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: b, type: command, check: 'check-b-{{ node.name }}',\n"
+                                   "     run: 'run-b-{{ node.name }}', rollback: 'true', delegate_to: controller}\n"));
+  CountingController controller;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) { return controller.answer(request); });
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec.nodes) nodes.push_back(&n);
+  ASSERT_EQ(nodes.size(), 6u);
+  PhaseLog journal;
+  ExecutorOptions options;
+  options.batch = CountOrPercent{2, false};
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, options);
+  EXPECT_EQ(report.count(NodeResult::Unchanged), 6u);
+  ASSERT_EQ(controller.scripts.size(), 1u) << "one script for three batches";
+  EXPECT_EQ(controller.scripts[0], (std::vector<std::string>{"n1", "n2", "n3", "n4", "n5", "n6"}));
+}
+
+// A delegated check that reads the node's facts cannot be asked ahead as
+// it will read: that node asks with its facts, the others take their part.
+TEST(Executor, AControllerCheckThatReadsFactsIsAskedWithThem) {
+  auto loaded = testing::load_spec(testing::minimal_spec(
+      "  - hosts: n[3-4]\n    addresses: 10.0.0.[3-4]\n"
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      controller_address: 10.0.0.9\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: b, type: command, check: 'check-b-{{ node.name }}',\n"
+                                   "     run: 'run-b', rollback: 'true', delegate_to: controller}\n"
+                                   "  - {id: c, type: command, when: \"node.name == 'n3'\",\n"
+                                   "     check: 'check-c-{{ facts.hostname }}', run: 'run-c', rollback: 'true',\n"
+                                   "     delegate_to: controller}\n"));
+  CountingController controller;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) { return controller.answer(request); });
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec.nodes) nodes.push_back(&n);
+  PhaseLog journal;
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, ExecutorOptions{});
+  EXPECT_EQ(report.count(NodeResult::Unchanged), 4u) << report.nodes[2].message;
+  ASSERT_EQ(controller.scripts.size(), 2u);
+  EXPECT_EQ(controller.scripts[0], (std::vector<std::string>{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(controller.scripts[1], (std::vector<std::string>{"n3"})) << "its check c reads facts.hostname";
 }
 
 // A check whose text reads the facts is probed as it reads with the facts

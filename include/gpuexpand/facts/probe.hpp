@@ -42,7 +42,8 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
 
 // What nodes need from their controller, in one script for `sh -s` there
 // (`facts` and `plan` ask a controller once for all its nodes; `apply`
-// once for the nodes that asked since its last answer): per node, after a
+// once for all at its start, then, once something was applied, once for
+// the nodes that asked since its last answer): per node, after a
 // "node NAME" marker, the delegated steps' checks and the digests of the
 // files copied from there. Same markers as the probe: "check KEY" and
 // "digest PATH" sections, then "end". split_controller_output cuts the
