@@ -205,6 +205,11 @@ def main():
         "python3, which Ansible needs), a *converged* host's into a copy of a",
         "lab node after `apply`, so the probe finds every tool and file a real",
         "node would have; a *host* fleet host is this machine itself.",
+        "",
+        "`apply` itself (a full apply from bare nodes, per phase, and the no-op",
+        "re-apply against an equivalent `ansible-playbook`) needs each host's own",
+        "files and is measured on the lab's real nodes by `bench/lab-apply`:",
+        "[performance-lab.md](performance-lab.md).",
     ]
     titles = {"host": "Host fleet (this machine's own files, its apt and root's shell start-up; with Ansible)",
               "bare-python": "Bare fleet with Python (a fresh lab node's disk plus python3; with Ansible)",

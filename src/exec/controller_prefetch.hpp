@@ -10,6 +10,10 @@
 // rewritten), which the executor decides, and only if its requests read as
 // they did when asked (covers): a check rendered with the node's facts
 // may differ from the fact-less one asked here. Otherwise it asks as before.
+// Nodes with a delegated check that reads their facts are not asked ahead
+// at all: with the lab spec (configless, gres.conf from the GPUs' device
+// files found on the node) that is every node, so there each batch still
+// asks for itself; static nodes and `configless: false` are asked once.
 
 #include <map>
 #include <string>

@@ -268,7 +268,11 @@ class Execution {
   void ask_controllers_ahead() {
     std::map<size_t, std::map<std::string, FactsRequest>> by_controller;
     for (const auto& r : runs_) {
-      if (r.request.needs_controller() && controllers_[r.index]) by_controller[*controllers_[r.index]][r.node->name] = r.request;
+      // A check that reads the node's facts (the lab's gres.conf line reads
+      // the GPUs' device files) is asked only once they are in: such a
+      // node's later question never reads as this one would.
+      if (!r.request.needs_controller() || !controllers_[r.index] || !r.request.controller_unresolved.empty()) continue;
+      by_controller[*controllers_[r.index]][r.node->name] = r.request;
     }
     for (auto& [controller, by_node] : by_controller) {
       CommandRequest request = shell_script(controller_check_script(by_node));
