@@ -115,6 +115,38 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
                                              "ctl run-b", "node probe", "ctl checks"}));
 }
 
+// A controller that answers a node's checks with 0 when `converged` or when
+// that node's `run-b-NODE` ran (configured), else 1, and counts its scripts
+// and the nodes in each; the nodes answer only their probe.
+struct CountingController {
+  std::vector<std::vector<std::string>> scripts;  // the nodes of each controller script
+  std::set<std::string> configured;               // nodes whose step b ran
+  bool converged = true;
+  CommandOutcome answer(const CommandRequest& request) {
+    static const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(m check ([A-Za-z0-9_-]+);)");
+    const std::string& script = request.stdin_data;
+    if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
+    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) != 0) {
+      if (const auto at = request.command.find("run-b-"); at != std::string::npos) configured.insert(request.command.substr(at + 6));
+      return ok();
+    }
+    std::string out;
+    scripts.emplace_back();
+    std::istringstream in(script);
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, node_line)) {
+        scripts.back().push_back(m[1]);
+        out += "\n@@gpx:node " + m[1].str() + "\n";
+      } else if (std::regex_search(line, m, check_line)) {
+        const bool passes = converged || configured.count(scripts.back().back()) > 0;
+        out += "\n@@gpx:check " + m[1].str() + "\n" + (passes ? "0" : "1") + "\n";
+      }
+    }
+    return ok(out + "\n@@gpx:end\n");
+  }
+};
+
 // Nodes that need the controller while it answers others wait and go
 // together in its next script, not one script each in its queue.
 TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
@@ -127,30 +159,9 @@ TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
   playbooks.phases.push_back(phase("scheduler", 6,
                                    "  - {id: b, type: command, check: 'check-b-{{ node.name }}',\n"
                                    "     run: 'run-b-{{ node.name }}', rollback: 'true', delegate_to: controller}\n"));
-  std::set<std::string> configured;              // nodes whose step b ran
-  std::vector<std::vector<std::string>> scripts;  // the nodes of each controller script
-  const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(sh -c check-b-([A-Za-z0-9_-]+) )");
-  ScriptedRunner runner([&](size_t, const CommandRequest& request) {
-    const std::string& script = request.stdin_data;
-    if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
-    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) == 0) {
-      std::string out;
-      scripts.emplace_back();
-      std::istringstream in(script);
-      for (std::string line; std::getline(in, line);) {
-        std::smatch m;
-        if (std::regex_search(line, m, node_line)) {
-          scripts.back().push_back(m[1]);
-          out += "\n@@gpx:node " + m[1].str() + "\n";
-        } else if (std::regex_search(line, m, check_line)) {
-          out += "\n@@gpx:check b\n" + std::string(configured.count(m[1]) ? "0" : "1") + "\n";
-        }
-      }
-      return ok(out + "\n@@gpx:end\n");
-    }
-    if (const auto at = request.command.find("run-b-"); at != std::string::npos) configured.insert(request.command.substr(at + 6));
-    return ok();
-  });
+  CountingController controller;
+  controller.converged = false;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) { return controller.answer(request); });
 
   std::vector<const NodeSpec*> nodes;
   for (const auto& n : spec.nodes) nodes.push_back(&n);
@@ -158,7 +169,8 @@ TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
   PhaseLog journal;
   const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, ExecutorOptions{});
   EXPECT_EQ(report.count(NodeResult::Changed), 4u);
-  EXPECT_EQ(configured, (std::set<std::string>{"n1", "n2", "n3", "n4"}));
+  EXPECT_EQ(controller.configured, (std::set<std::string>{"n1", "n2", "n3", "n4"}));
+  const auto& scripts = controller.scripts;
   size_t asks = 0, largest = 0;
   for (const auto& nodes_in_script : scripts) {
     asks += nodes_in_script.size();
@@ -172,32 +184,6 @@ TEST(Executor, NodesAskingTheControllerMeanwhileShareItsNextScript) {
   EXPECT_EQ(scripts.at(2), (std::vector<std::string>{"n3", "n4"})) << "the others asked meanwhile";
 }
 
-// A controller that answers every check with `converged` (0) or 1, and
-// counts its scripts and the nodes in each; the nodes answer only their
-// probe. For the tests of questions asked ahead.
-struct CountingController {
-  std::vector<std::vector<std::string>> scripts;  // the nodes of each controller script
-  bool converged = true;
-  CommandOutcome answer(const CommandRequest& request) {
-    static const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(m check ([A-Za-z0-9_-]+);)");
-    const std::string& script = request.stdin_data;
-    if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
-    if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) != 0) return ok();
-    std::string out;
-    scripts.emplace_back();
-    std::istringstream in(script);
-    for (std::string line; std::getline(in, line);) {
-      std::smatch m;
-      if (std::regex_search(line, m, node_line)) {
-        scripts.back().push_back(m[1]);
-        out += "\n@@gpx:node " + m[1].str() + "\n";
-      } else if (std::regex_search(line, m, check_line)) {
-        out += "\n@@gpx:check " + m[1].str() + "\n" + (converged ? "0" : "1") + "\n";
-      }
-    }
-    return ok(out + "\n@@gpx:end\n");
-  }
-};
 
 // A no-op apply in batches asks the controller once for the whole run, not
 // once per batch (issue 16: 16-20 scripts for 20 lab nodes in batches of 3).
