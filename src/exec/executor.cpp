@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <utility>
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/acceptance_run.hpp"
@@ -69,10 +71,21 @@ class Execution {
       if (r.request.needs_controller() && controllers_[r.index]) runner_.connect(*controllers_[r.index]);
     }
     ask_controllers_ahead();
-    start_next_batch();
+    if (batch_size_ < runs_.size()) {
+      // In batches, every node is probed first, all at once (read-only):
+      // a node with nothing to change is done then and there, and the
+      // batches are made of the nodes that have changes. A no-op apply is
+      // then one round, not one per batch.
+      scouting_ = true;
+      for (auto& r : runs_) start(r);
+      maybe_next_batch();  // every node may have been settled already
+    } else {
+      for (const auto& r : runs_) queue_.push_back(r.index);
+      start_next_batch();
+    }
     runner_.run();
     for (size_t i = 0; i < runs_.size(); ++i) {
-      if (runs_[i].stage == Stage::Pending) {
+      if (runs_[i].stage == Stage::Pending || runs_[i].stage == Stage::Waiting) {
         report_.nodes[i].message = report_.stop_reason.empty() ? "not started" : "not started: " + report_.stop_reason;
       }
     }
@@ -80,7 +93,8 @@ class Execution {
   }
 
  private:
-  enum class Stage { Pending, Probing, Checkpointing, Applying, Verifying, RollingBack, Done };
+  // Waiting: probed before the batches, has changes, waits for its batch.
+  enum class Stage { Pending, Probing, Waiting, Checkpointing, Applying, Verifying, RollingBack, Done };
 
   struct NodeRun {
     size_t index = 0;
@@ -104,11 +118,25 @@ class Execution {
   // ------------------------------------------------------------ batches
 
   void start_next_batch() {
-    if (next_node_ >= runs_.size()) return;
-    batch_begin_ = next_node_;
-    batch_end_ = std::min(runs_.size(), next_node_ + batch_size_);
-    next_node_ = batch_end_;
-    for (size_t i = batch_begin_; i < batch_end_; ++i) start(runs_[i]);
+    if (queue_.empty()) return;
+    batch_.clear();
+    while (!queue_.empty() && batch_.size() < batch_size_) {
+      batch_.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    // The first batch after the probes goes on from their facts (seconds
+    // old); a later one probes again, since minutes may have passed.
+    const bool from_scouted_facts = std::exchange(first_after_scouting_, false);
+    const std::vector<size_t> members = batch_;  // a node may finish synchronously
+    for (size_t i : members) {
+      NodeRun& run = runs_[i];
+      if (from_scouted_facts && run.stage == Stage::Waiting && !stop_requested()) {
+        run.stage = Stage::Probing;
+        next_phase(run);
+      } else {
+        start(run);
+      }
+    }
   }
 
   void node_done(NodeRun& run, NodeResult result, const std::string& message) {
@@ -122,21 +150,40 @@ class Execution {
     maybe_next_batch();
   }
 
-  void maybe_next_batch() {
-    for (size_t i = batch_begin_; i < batch_end_; ++i) {
-      if (runs_[i].stage != Stage::Done) return;
+  // After the probes: the nodes with changes queue in spec order, and the
+  // first batch starts unless the probes' own failures (an unreachable
+  // node counts) already reached --max-fail.
+  bool scouting_finished() {
+    for (const auto& r : runs_) {
+      if (r.stage != Stage::Done && r.stage != Stage::Waiting) return false;
     }
-    if (next_node_ >= runs_.size() || !report_.stop_reason.empty()) return;
+    scouting_ = false;
+    first_after_scouting_ = true;
+    for (const auto& r : runs_) {
+      if (r.stage == Stage::Waiting) queue_.push_back(r.index);
+    }
+    return true;
+  }
+
+  void maybe_next_batch() {
+    if (scouting_) {
+      if (!scouting_finished()) return;
+    } else {
+      for (size_t i : batch_) {
+        if (runs_[i].stage != Stage::Done) return;
+      }
+    }
+    if (queue_.empty() || !report_.stop_reason.empty()) return;
     if (stop_requested()) {
       report_.stop_reason = "interrupted";
       return;
     }
     size_t batch_failures = 0;
-    for (size_t i = batch_begin_; i < batch_end_; ++i) {
+    for (size_t i : batch_) {
       const NodeResult r = report_.nodes[i].result;
       batch_failures += (r == NodeResult::Failed || r == NodeResult::Unreachable) ? 1 : 0;
     }
-    if (batch_failures == batch_end_ - batch_begin_) {
+    if (!batch_.empty() && batch_failures == batch_.size()) {
       report_.stop_reason = "every node of the last batch failed";
     } else if (max_fail_ > 0 && failures_ >= max_fail_) {
       report_.stop_reason = std::to_string(failures_) + (failures_ == 1 ? " node" : " nodes") + " failed, reaching --max-fail " +
@@ -337,6 +384,11 @@ class Execution {
         // the answer must plan again, not verify that phase a second time.
         run.stage = Stage::Probing;
         ask_controller(run);  // then plans again, with the controller's facts
+        return;
+      }
+      if (scouting_) {
+        run.stage = Stage::Waiting;  // has changes: its batch will apply them
+        maybe_next_batch();
         return;
       }
       run.next_phase = order;
@@ -673,7 +725,10 @@ class Execution {
   bool phase_begun_ = false;  // on any node of the run
   ExecutionReport report_;
   size_t batch_size_ = 0, max_fail_ = 0, failures_ = 0;
-  size_t next_node_ = 0, batch_begin_ = 0, batch_end_ = 0;
+  bool scouting_ = false;              // every node is being probed before the first batch
+  bool first_after_scouting_ = false;  // the next batch goes on from those probes' facts
+  std::deque<size_t> queue_;           // nodes not yet in a batch, in spec order
+  std::vector<size_t> batch_;          // the batch now running
 };
 
 }  // namespace

@@ -95,7 +95,10 @@ TEST(ExecutorFleet, MaxFailStopsNewBatches) {
                                                       NodeResult::NotStarted, NodeResult::NotStarted}));
   EXPECT_FALSE(journal.stopped.empty());
   EXPECT_EQ(report.stop_reason, journal.stopped);
-  for (size_t i = 1; i < 4; ++i) EXPECT_TRUE(runner.node(i).log.empty()) << "node " << i << " was touched";
+  EXPECT_EQ(runner.node(0).log, (std::vector<std::string>{"probe", "checkpoint", "run-a", "restore"}));
+  for (size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(runner.node(i).log, std::vector<std::string>{"probe"}) << "node " << i << " was probed only";
+  }
 }
 
 TEST(ExecutorFleet, AnAllFailedBatchStopsTheRolloutWithoutMaxFail) {
@@ -144,7 +147,7 @@ TEST(ExecutorFleet, AnInterruptionMidPhaseFinishesTheStepRollsBackAndStartsNothi
   EXPECT_EQ(results(report), (std::vector<NodeResult>{NodeResult::Interrupted, NodeResult::NotStarted}));
   EXPECT_EQ(runner.node(0).log, (std::vector<std::string>{"probe", "checkpoint", "run-a", "restore"}))
       << "step a finishes, b never starts, the phase is restored";
-  EXPECT_TRUE(runner.node(1).log.empty());
+  EXPECT_EQ(runner.node(1).log, std::vector<std::string>{"probe"}) << "probed before the batches, never changed";
 }
 
 TEST(ExecutorFleet, AnUnreachableNodeIsReportedAndTheOthersGoOn) {
@@ -171,6 +174,66 @@ TEST(ExecutorFleet, ASecondRunOnConvergedNodesIsOneProbeEach) {
 
   EXPECT_EQ(results(again), (std::vector<NodeResult>{NodeResult::Unchanged, NodeResult::Unchanged}));
   for (size_t i = 0; i < 2; ++i) EXPECT_EQ(runner.node(i).log, std::vector<std::string>{"probe"});
+}
+
+// In batches, every node is probed first, all at once: on converged nodes
+// the whole apply is that one round, not one round per batch.
+TEST(ExecutorFleet, ANoOpRolloutInBatchesIsOneRoundOfProbes) {
+  Fixture f = fleet(4);
+  FakeFleet runner(4);
+  for (size_t i = 0; i < 4; ++i) runner.node(i).ran = {"run-a", "run-b"};
+  RecordingJournal journal;
+  ExecutorOptions options;
+  options.batch = CountOrPercent{1, false};
+  const ExecutionReport report = execute(f.spec, f.nodes, f.playbooks, runner, journal, options);
+
+  EXPECT_EQ(results(report), std::vector<NodeResult>(4, NodeResult::Unchanged));
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(runner.node(i).log, std::vector<std::string>{"probe"}) << "node " << i;
+  EXPECT_EQ(runner.most_in_flight, 4u) << "the four probes were out at once";
+  EXPECT_TRUE(report.stop_reason.empty()) << report.stop_reason;
+}
+
+// The batches are made of the nodes that have changes, in spec order; the
+// first goes on from the probes' facts, a later one probes again first.
+TEST(ExecutorFleet, BatchesAreMadeOfTheNodesWithChanges) {
+  Fixture f = fleet(4);
+  FakeFleet runner(4);
+  runner.node(0).ran = {"run-a", "run-b"};
+  runner.node(2).ran = {"run-a", "run-b"};
+  RecordingJournal journal;
+  ExecutorOptions options;
+  options.batch = CountOrPercent{1, false};
+  const ExecutionReport report = execute(f.spec, f.nodes, f.playbooks, runner, journal, options);
+
+  EXPECT_EQ(results(report), (std::vector<NodeResult>{NodeResult::Unchanged, NodeResult::Changed,
+                                                      NodeResult::Unchanged, NodeResult::Changed}));
+  EXPECT_EQ(runner.node(0).log, std::vector<std::string>{"probe"});
+  EXPECT_EQ(runner.node(2).log, std::vector<std::string>{"probe"});
+  EXPECT_EQ(runner.node(1).log, (std::vector<std::string>{"probe", "checkpoint", "run-a", "run-b", "probe"}));
+  EXPECT_EQ(runner.node(3).log, (std::vector<std::string>{"probe", "probe", "checkpoint", "run-a", "run-b", "probe"}));
+  EXPECT_EQ(runner.sequence,
+            (std::vector<std::string>{"n0 probe", "n1 probe", "n2 probe", "n3 probe",  // every node first
+                                      "n1 checkpoint", "n1 run-a", "n1 run-b", "n1 probe",  // batch 1
+                                      "n3 probe", "n3 checkpoint", "n3 run-a", "n3 run-b", "n3 probe"}));  // batch 2
+}
+
+// A node the probes could not reach counts as a failure before any batch:
+// with --max-fail 1 none starts.
+TEST(ExecutorFleet, ANodeUnreachableAtTheStartCountsTowardsMaxFail) {
+  Fixture f = fleet(3);
+  FakeFleet runner(3);
+  runner.node(0).unreachable = true;
+  RecordingJournal journal;
+  ExecutorOptions options;
+  options.batch = CountOrPercent{1, false};
+  options.max_fail = CountOrPercent{1, false};
+  const ExecutionReport report = execute(f.spec, f.nodes, f.playbooks, runner, journal, options);
+
+  EXPECT_EQ(results(report), (std::vector<NodeResult>{NodeResult::Unreachable, NodeResult::NotStarted,
+                                                      NodeResult::NotStarted}));
+  EXPECT_NE(report.stop_reason.find("--max-fail"), std::string::npos) << report.stop_reason;
+  EXPECT_EQ(report.nodes[1].message, "not started: " + report.stop_reason);
+  for (size_t i = 1; i < 3; ++i) EXPECT_EQ(runner.node(i).log, std::vector<std::string>{"probe"}) << "node " << i;
 }
 
 }  // namespace

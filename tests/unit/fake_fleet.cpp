@@ -1,5 +1,6 @@
 #include "fake_fleet.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include "gpuexpand/facts/probe.hpp"
@@ -30,6 +31,7 @@ void FakeFleet::run() {
   // In submission order, callbacks may submit more; one at a time is
   // enough for the executor's state machine, which never waits on two.
   for (size_t next = 0; next < queue_.size(); ++next) {
+    most_in_flight = std::max(most_in_flight, queue_.size() - next);
     Job job = std::move(queue_[next]);
     job.done(answer(job.node, job.request));
   }
@@ -45,6 +47,7 @@ CommandOutcome FakeFleet::answer(size_t index, const CommandRequest& request) {
                                                               : "restore";
   if (before_each) before_each(index, kind);
   n.log.push_back(kind);
+  sequence.push_back("n" + std::to_string(index) + " " + kind);
   if (n.unreachable) {
     CommandOutcome refused;
     refused.failure = FailureKind::Refused;

@@ -32,6 +32,11 @@ class FakeFleet final : public CommandRunner {
   Node& node(size_t index) { return nodes_.at(index); }
   // Called with (node, command or script kind) before each answer.
   std::function<void(size_t, const std::string&)> before_each;
+  // Every answer in order, "nI KIND" (I the node's index), and the most
+  // commands that were ever submitted and not yet answered: how many the
+  // executor had out at once.
+  std::vector<std::string> sequence;
+  size_t most_in_flight = 0;
 
   void submit(size_t node, CommandRequest request, Callback done) override;
   void run() override;
