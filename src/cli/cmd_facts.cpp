@@ -62,7 +62,7 @@ int run_facts_diff(Context& context, const FactsOptions& options, const ClusterS
   } else {
     AuditedRun audited(store, "facts", options.spec);
     auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
-    facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+    facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/true);
     audited.finish(kExitOk);
   }
   std::vector<std::string> unreachable;
@@ -103,7 +103,7 @@ int run_facts(Context& context, const FactsOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   const std::string now = utc_now_rfc3339();
-  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now);
+  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now, /*gpu_details=*/true);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", nlohmann::json::object()}};

@@ -93,7 +93,8 @@ nlohmann::json probe_node(CommandRunner& runner, size_t endpoint, const std::str
 }
 
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
-                         const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at) {
+                         const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
+                         bool gpu_details) {
   FactsByNode facts;
   std::vector<FactsRequest> requests(nodes.size());
   const auto controllers = controller_endpoints(nodes);
@@ -105,6 +106,7 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     requests[i] = node_probe_request(spec, *nodes[i], playbooks);
+    requests[i].gpu_details = gpu_details;
     // The controller's handshake while the nodes are probed, not after.
     if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);
     runner.submit(i, shell_script(probe_script(requests[i])), [&, i](const CommandOutcome& outcome) {

@@ -125,8 +125,10 @@ std::string probe_script(const FactsRequest& request) {
   s += "m nvidia-query\n";
   s += "if command -v nvidia-smi >/dev/null 2>&1; then timeout 60 " + nvidia_smi_query_command() +
        " 2>&1; echo \"@@rc $?\"\n";
-  s += "m nvidia-table; timeout 60 nvidia-smi 2>&1\n";
-  s += "m nvidia-topo; timeout 60 nvidia-smi topo -m 2>&1\n";
+  if (request.gpu_details) {
+    s += "m nvidia-table; timeout 60 nvidia-smi 2>&1\n";
+    s += "m nvidia-topo; timeout 60 nvidia-smi topo -m 2>&1\n";
+  }
   s += "else echo @@missing; fi\n";
   // The GPUs' device files, which Slurm's gres.conf names (File=): present
   // whether or not nvidia-smi works. Shell builtins only: no fork per GPU.

@@ -71,6 +71,25 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   EXPECT_TRUE((*facts)["sysctl"]["kernel.x`id`"].is_null());
 }
 
+// Plan and apply call nvidia-smi once (its query); `facts` also asks for
+// the table (CUDA version) and `topo -m`, which no decision reads.
+TEST(ProbeScript, OneNvidiaSmiCallUnlessTheDetailsAreAsked) {
+  const auto calls = [](const std::string& script) {
+    size_t n = 0;
+    for (size_t at = script.find("timeout 60 nvidia-smi"); at != std::string::npos;
+         at = script.find("timeout 60 nvidia-smi", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  FactsRequest request;
+  EXPECT_EQ(calls(probe_script(request)), 1u);
+  EXPECT_EQ(probe_script(request).find("topo -m"), std::string::npos);
+  request.gpu_details = true;
+  EXPECT_EQ(calls(probe_script(request)), 3u);
+  EXPECT_NE(probe_script(request).find("m nvidia-topo; timeout 60 nvidia-smi topo -m"), std::string::npos);
+}
+
 // Package patterns (a step's `replaces`): the installed packages they
 // match come back as facts, through this machine's real dpkg.
 TEST(ProbeScript, PackagePatternsReportTheInstalledMatches) {

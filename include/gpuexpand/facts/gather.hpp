@@ -26,8 +26,10 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 // `runner` must have been made with one endpoint per entry of `nodes`, in
 // that order (endpoints_for). Returns facts for every node (unreachable ones
 // included). `nodes` may hold reference nodes too.
+// `gpu_details`: FactsRequest::gpu_details, for what shows facts (`facts`).
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
-                         const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at);
+                         const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
+                         bool gpu_details = false);
 
 // One probe of one node with an explicit request (init --from): its facts,
 // or {"unreachable": why}.

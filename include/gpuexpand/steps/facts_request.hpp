@@ -50,6 +50,11 @@ struct FactsRequest {
     return !controller_checks.empty() || !controller_files.empty() || !controller_unresolved.empty();
   }
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
+  // nvidia-smi's default table (the CUDA version its banner prints) and
+  // `topo -m`: what `facts` shows, and no step or check decides on. Each
+  // nvidia-smi call initialises NVML on every GPU (tenths of a second on
+  // a real 8-GPU node), so plan and apply make one call, not three.
+  bool gpu_details = false;
 };
 
 }  // namespace gpuexpand
