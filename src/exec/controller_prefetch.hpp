@@ -11,9 +11,11 @@
 // they did when asked (covers): a check rendered with the node's facts
 // may differ from the fact-less one asked here. Otherwise it asks as before.
 // Nodes with a delegated check that reads their facts are not asked ahead
-// at all: with the lab spec (configless, gres.conf from the GPUs' device
-// files found on the node) that is every node, so there each batch still
-// asks for itself; static nodes and `configless: false` are asked once.
+// at all (steps_to_probe holds such a check back until the facts are in,
+// even one that would render with a default): with the lab spec (gres.conf
+// from the GPUs' device files found on the node) that is every node. In
+// batches, the executor's first probes of every node then ask the
+// controller together, in one or two scripts.
 
 #include <map>
 #include <string>

@@ -273,6 +273,20 @@ std::string decision_facts_digest(const json& facts) {
   return sha256_hex(relevant.dump());
 }
 
+namespace {
+
+bool delegated_check_reads_facts(const Step& step) {
+  const auto delegate = step.params.find("delegate_to");
+  const auto check = step.params.find("check");
+  if (delegate == step.params.end() || *delegate != "controller" || check == step.params.end() || !check->is_string()) {
+    return false;
+  }
+  const auto variables = template_variables(check->get<std::string>(), TemplateContext::Shell);
+  return variables && std::find(variables->begin(), variables->end(), "facts") != variables->end();
+}
+
+}  // namespace
+
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const json* facts) {
   std::vector<ResolvedStep> out;
@@ -284,6 +298,11 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
   // an empty one that passes.
   auto add = [&](const Step& step, const std::string& key) {
     if (auto params = render_params(step.type, step.params, vars)) {
+      // Before the node's facts are in, a delegated check that reads them
+      // renders with their defaults (`facts.gpus.gres_file | default('')`),
+      // which is not the check that will run: it is pending until they are
+      // in, so the controller is never asked a question it must ask again.
+      if (!facts && delegated_check_reads_facts(step)) params.value()[kProbePending] = json::array({"check"});
       out.push_back({key, step.id, step.type, std::move(params.value())});
       return;
     }

@@ -133,10 +133,15 @@ TEST_F(SchedulerPlaybook, SlurmDynamicRegistrationLine) {
             std::string::npos)
       << unit;
   // Without static nodes the controller is asked only about the node's
-  // gres.conf line: the static node's step is not even probed.
+  // gres.conf line: the static node's step is not even probed. That line
+  // names the node's device files, so it is asked once the facts are in.
   const FactsRequest request = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks()));
-  EXPECT_EQ(request.controller_checks.size(), 1u);
-  EXPECT_EQ(request.controller_checks.count("slurm-gres-line"), 1u);
+  EXPECT_TRUE(request.controller_checks.empty());
+  EXPECT_EQ(request.controller_unresolved.count("slurm-gres-line"), 1u);
+  json facts = {{"gpus", {{"gres_file", "/dev/nvidia[0-7]"}}}};
+  const FactsRequest with_facts = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks(), &facts));
+  ASSERT_EQ(with_facts.controller_checks.count("slurm-gres-line"), 1u);
+  EXPECT_NE(with_facts.controller_checks.at("slurm-gres-line").find("/dev/nvidia[0-7]"), std::string::npos);
   const std::string registration = step(steps, "slurm-registration").params["run"];
   // The reservation and the record as C++ names them (gpuexpand.* variables).
   EXPECT_EQ(registration.rfind("N=node-01; F=h200,lab; G=gpu:8\n"
@@ -296,9 +301,12 @@ TEST_F(SchedulerPlaybook, SlurmStaticNodeLineOnTheController) {
       << unit;
   for (const auto& s : steps) EXPECT_NE(s.id, "slurmd-dynamic") << "one slurmd drop-in per mode";
 
-  // The facts request sends the check to the controller, not to the node.
-  EXPECT_EQ(facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks())).controller_checks.size(), 2u)
-      << "the node's line in slurm.conf and in gres.conf";
+  // The facts request sends the check to the controller, not to the node;
+  // the gres.conf line names the node's device files, so before its facts
+  // are in that check waits (never asked with the empty default).
+  const FactsRequest before_facts = facts_request_for(steps_to_probe(spec_, spec_.nodes[0], testing::playbooks()));
+  EXPECT_EQ(before_facts.controller_checks.size(), 1u) << "the node's line in slurm.conf";
+  EXPECT_EQ(before_facts.controller_unresolved.count("slurm-gres-line"), 1u) << "its line in gres.conf";
   const FactsRequest request = facts_request_for(steps);
   EXPECT_EQ(request.controller_checks.count("slurm-static-node"), 1u);
   EXPECT_EQ(request.checks.count("slurm-static-node"), 0u);
