@@ -22,14 +22,15 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   auto selected =
       select_nodes(spec, expand_failed_limits(options.limits, state_path(options.state, options.spec), spec));
   if (!selected) throw CommandFailed{kExitError, selected.error().message};
-  auto store = StateStore::open(state_path(options.state, options.spec));
-  if (!store) throw CommandFailed{kExitError, store.error().message};
+  // Rolling back reads checkpoints an apply left: a store that is not there
+  // has none, and a mistyped --state must not create folders and an empty store.
+  auto store = open_existing_store(state_path(options.state, options.spec));
 
   // What each node would restore; nodes with nothing to undo are left out.
   std::vector<NodeRollback> plan;
   std::vector<const NodeSpec*> nodes;
   for (const auto* node : selected.value()) {
-    auto checkpoints = (*store)->checkpoints(node->name);
+    auto checkpoints = store->checkpoints(node->name);
     if (!checkpoints) throw CommandFailed{kExitError, checkpoints.error().message};
     auto todo = checkpoints_after(checkpoints.value(), options.to);
     if (todo.empty()) {
@@ -47,16 +48,16 @@ int run_rollback(Context& context, const RollbackOptions& options) {
   record.spec_sha256 = spec_digest(spec);
   record.started_at = utc_now_rfc3339();
   for (const auto* node : nodes) record.nodes.push_back(node->name);
-  const int64_t run_id = begin_locked_run(**store, record);
-  RunGuard run(**store, run_id);
+  const int64_t run_id = begin_locked_run(*store, record);
+  RunGuard run(*store, run_id);
 
   const auto controllers = controller_endpoints(nodes);
   for (size_t i = 0; i < plan.size(); ++i) plan[i].controller = controllers[i];
   // Its remote commands go to the audit trail and the run's logs, as an apply's do.
-  StoreJournal journal(**store, run_id, nullptr, &utc_now_rfc3339);
+  StoreJournal journal(*store, run_id, nullptr, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
   auto results = roll_back(plan, *runner, [&](const CheckpointRecord& c) {
-    (void)(*store)->mark_checkpoint_restored(c.run_id, c.node, c.phase);
+    (void)store->mark_checkpoint_restored(c.run_id, c.node, c.phase);
     PhaseRecord restored;
     restored.node = c.node;
     restored.phase = c.phase;

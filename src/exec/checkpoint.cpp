@@ -1,5 +1,8 @@
 #include "gpuexpand/exec/checkpoint.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -15,7 +18,67 @@ std::string quoted_list(const std::set<std::string>& items) {
   return out;
 }
 
+bool has_control_character(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+bool has_dot_dot_component(const std::string& path) {
+  size_t start = 0;
+  while (start <= path.size()) {
+    const size_t end = std::min(path.find('/', start), path.size());
+    if (path.compare(start, end - start, "..") == 0 && end - start == 2) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+// A value in the message as the spec would show it: control characters escaped.
+std::string shown(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::optional<std::string> bad_path(const std::string& path, const char* what) {
+  if (path.empty() || path[0] != '/') return std::string(what) + " " + shown(path) + " is not an absolute path";
+  if (has_dot_dot_component(path)) return std::string(what) + " " + shown(path) + " has a '..' component";
+  if (has_control_character(path)) return std::string(what) + " " + shown(path) + " has a control character";
+  return std::nullopt;
+}
+
+std::string refused_script(const std::string& reason) {
+  return "printf '%s\\n' " + q("checkpoint refused: " + reason) + " >&2\nexit 2\n";
+}
+
 }  // namespace
+
+std::optional<std::string> checkpoint_refusal(const std::string& phase, const PhaseTouch& touch,
+                                              const std::string& root) {
+  if (auto bad = bad_path(root, "the checkpoint root")) return bad;
+  const bool phase_ok = !phase.empty() && std::isalnum(static_cast<unsigned char>(phase[0])) &&
+                        std::all_of(phase.begin(), phase.end(), [](char c) {
+                          return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+                        });
+  if (!phase_ok) {
+    return "phase name " + shown(phase) + " is not one path component (letters, digits, '-', '_'): its checkpoint " +
+           "directory must stay under " + root;
+  }
+  for (const auto* paths : {&touch.files, &touch.directories, &touch.mount_targets}) {
+    for (const auto& path : *paths) {
+      if (auto bad = bad_path(path, "path")) return bad;
+    }
+  }
+  for (const auto& interface : touch.interfaces) {
+    if (interface.empty() || interface.find('/') != std::string::npos || has_control_character(interface)) {
+      return "interface name " + shown(interface) + " cannot name a file in the checkpoint directory (no '/', no " +
+             "control characters)";
+    }
+  }
+  for (const auto* names : {&touch.sysctl_keys, &touch.services}) {
+    for (const auto& name : *names) {
+      if (has_control_character(name)) return "name " + shown(name) + " has a control character";
+    }
+  }
+  return std::nullopt;
+}
 
 std::string checkpoint_dir(int64_t run_id, const std::string& phase, const std::string& root) {
   return root + "/" + std::to_string(run_id) + "/" + phase;
@@ -23,6 +86,7 @@ std::string checkpoint_dir(int64_t run_id, const std::string& phase, const std::
 
 std::string checkpoint_script(int64_t run_id, const std::string& phase, const PhaseTouch& touch,
                               const std::string& root) {
+  if (auto refused = checkpoint_refusal(phase, touch, root)) return refused_script(*refused);
   const std::string d = q(checkpoint_dir(run_id, phase, root));
   std::string s = "set -e\nexport LC_ALL=C\numask 077\nd=" + d + "\n";
   // A full disk shows as whatever write failed first ("printf: I/O error"):
@@ -87,6 +151,7 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
 
 std::string restore_script(int64_t run_id, const std::string& phase, const PhaseTouch& touch,
                            const std::string& root) {
+  if (auto refused = checkpoint_refusal(phase, touch, root)) return refused_script(*refused);
   const std::string d = q(checkpoint_dir(run_id, phase, root));
   // Keep going on errors: restore as much as possible, then report.
   std::string s = "export LC_ALL=C\nd=" + d + "\nrc=0\n";

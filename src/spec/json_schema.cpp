@@ -380,6 +380,8 @@ static std::string explain(const JsonSchema& schema, const nlohmann::json& root,
     for (const auto& option : sub.value("enum", nlohmann::json::array())) {
       allowed.push_back(option.is_string() ? option.get<std::string>() : option.dump());
     }
+    // An empty value ("mode:" with nothing after it) says so, as a type error does.
+    if (value->is_null()) return path + ": expected one of " + join_words(allowed, ", ") + ", got nothing";
     std::string message = path + ": " + show_value(*value) + " is not one of " + join_words(allowed, ", ");
     if (value->is_string()) {
       if (auto suggestion = closest_match(value->get<std::string>(), allowed)) {

@@ -26,6 +26,19 @@ void split_whole_mapping(OriginMap& origins, const std::string& here, const nloh
   it->second.whole = false;
 }
 
+// A layer's null removes what an earlier layer set. Inside a mapping taken
+// whole (no earlier layer set it), there is nothing to remove, and the null
+// must not stay behind as a value: `mode:` left empty in a node entry means
+// the default mode, not a null one.
+nlohmann::json without_nulls(const nlohmann::json& value) {
+  if (!value.is_object()) return value;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, child] : value.items()) {
+    if (!child.is_null()) out[key] = without_nulls(child);
+  }
+  return out;
+}
+
 }  // namespace
 
 void deep_merge(nlohmann::json& target, const nlohmann::json& layer, const std::string& layer_pointer,
@@ -46,7 +59,7 @@ void deep_merge(nlohmann::json& target, const nlohmann::json& layer, const std::
       continue;
     }
     forget_subtree(origins, here);
-    target[key] = value;
+    target[key] = without_nulls(value);
     origins[here] = {from, true};
   }
 }

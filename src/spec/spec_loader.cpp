@@ -1,5 +1,8 @@
 #include "gpuexpand/spec/spec_loader.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -580,10 +583,30 @@ class SpecBuilder {
     }
   }
 
+  // A name or address keeps its meaning in /etc/hosts, slurm.conf's
+  // NodeName/NodeAddr and the resolver only as a DNS name (labels of
+  // letters, digits and '-', not starting or ending with '-', joined by
+  // single dots), an IPv4 address (digits and dots: a dotted quad) or an
+  // IPv6 address: "-x", "a..b" or "10.0.0..1" name nothing there.
+  static bool is_host_name_or_address(const std::string& value) {
+    if (value.empty() || value.size() > 253 || value.find('\0') != std::string::npos) return false;
+    if (value.find(':') != std::string::npos) {
+      in6_addr v6{};
+      return ::inet_pton(AF_INET6, value.c_str(), &v6) == 1;
+    }
+    static const std::regex dns(
+        "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$");
+    if (!std::regex_match(value, dns)) return false;
+    if (value.find('.') != std::string::npos && value.find_first_not_of("0123456789.") == std::string::npos) {
+      in_addr v4{};
+      return ::inet_pton(AF_INET, value.c_str(), &v4) == 1;
+    }
+    return true;
+  }
+
   bool check_host_names(const std::vector<std::string>& values, const std::string& pointer, const char* what) {
-    static const std::regex valid("^[A-Za-z0-9]([A-Za-z0-9.:-]{0,251}[A-Za-z0-9])?$");
     for (const auto& value : values) {
-      if (!std::regex_match(value, valid)) {
+      if (!is_host_name_or_address(value)) {
         error(pointer, human_path(pointer) + ": '" + value + "' is not a valid " + what +
                            " (letters, digits, '.', '-'; IPv6 also ':')");
         return false;

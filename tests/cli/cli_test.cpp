@@ -209,6 +209,30 @@ TEST(Cli, StatusAndUnlockRefuseAStoreThatIsNotThere) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/sub")) << "no folder made for a store that is not there";
 }
 
+// rollback undoes what checkpoints an apply left in the store: with no store
+// there is nothing to roll back, so a mistyped --state (or a spec copied away
+// from its .gpuexpand folder) is refused, named, and creates nothing.
+TEST(Cli, RollbackRefusesAStoreThatIsNotThere) {
+  const std::string dir = make_temp_dir();
+  const std::string state = dir + "/sub/state.db";
+  auto r = run_gpuexpand({"rollback", kLabSpec, "--node", "node-01", "--to", "os-init", "--state", state});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "gpuexpand: error: no state store at " + state + " (nothing has run with --state " + state +
+                       " here; check the path)\n");
+  EXPECT_EQ(r.out, "");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/sub")) << "no folder made for a store that is not there";
+
+  // The default store beside the spec: the same refusal, no .gpuexpand folder.
+  const std::string spec = dir + "/spec.yaml";
+  std::filesystem::copy_file(kLabSpec, spec);
+  const std::string beside = dir + "/.gpuexpand/state.db";
+  auto by_default = run_gpuexpand({"rollback", spec, "--node", "node-01", "--to", "os-init"});
+  EXPECT_EQ(by_default.exit_code, 1);
+  EXPECT_EQ(by_default.err, "gpuexpand: error: no state store at " + beside + " (nothing has run with --state " +
+                                beside + " here; check the path)\n");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/.gpuexpand")) << "no folder made beside the spec";
+}
+
 TEST(Cli, StatusAndUnlockOnAFreshStore) {
   const std::string state = make_temp_dir() + "/state.db";
   ASSERT_TRUE(StateStore::open(state));  // as the first apply leaves it before its run

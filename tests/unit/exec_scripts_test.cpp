@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "gpuexpand/exec/checkpoint.hpp"
 #include "gpuexpand/steps/action.hpp"
@@ -361,6 +362,88 @@ TEST(Checkpoint, RestoreRefusesAnIncompleteCheckpoint) {
   auto r = run_sh(restore_script(9, "rdma", touch, "/tmp/gpx-no-such-checkpoints"));
   EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "checkpoint /tmp/gpx-no-such-checkpoints/9/rdma is incomplete or missing\n");
+}
+
+// The checkpoint directory is ROOT/RUN/PHASE and both scripts write only
+// under it: a phase name, a path or an interface that would lead the
+// scripts out of it (a phase or manifest read back from the state store
+// for a rollback is text) is refused before anything is written, with the
+// reason, and nothing appears outside the root (nor inside it).
+TEST(Checkpoint, NoPhaseOrPathLeadsOutsideTheRoot) {
+  const std::string base = "/tmp/gpx-ck-escape-" + std::to_string(::getpid());
+  run_sh("rm -rf " + base + " && mkdir -p " + base + "/etc");
+  const std::string root = base + "/sandbox/checkpoints";
+  const std::string victim = base + "/etc/victim";
+  std::ofstream(victim) << "keep\n";
+  PhaseTouch fine;
+  fine.files = {base + "/etc/victim"};
+
+  struct Case {
+    const char* name;
+    std::string phase;
+    PhaseTouch touch;
+    std::string reason;
+  };
+  auto with = [&](auto change) {
+    PhaseTouch t = fine;
+    change(t);
+    return t;
+  };
+  const std::vector<Case> cases = {
+      {"phase ..", "../../../etc", fine,
+       "phase name \"../../../etc\" is not one path component (letters, digits, '-', '_'): its checkpoint directory "
+       "must stay under " + root},
+      {"phase with /", "os-init/../../x", fine,
+       "phase name \"os-init/../../x\" is not one path component (letters, digits, '-', '_'): its checkpoint "
+       "directory must stay under " + root},
+      {"phase .", ".", fine,
+       "phase name \".\" is not one path component (letters, digits, '-', '_'): its checkpoint directory must stay "
+       "under " + root},
+      {"empty phase", "", fine,
+       "phase name \"\" is not one path component (letters, digits, '-', '_'): its checkpoint directory must stay "
+       "under " + root},
+      {"file with ..", "os-init", with([&](PhaseTouch& t) { t.files.insert(base + "/etc/../etc/victim"); }),
+       "path \"" + base + "/etc/../etc/victim\" has a '..' component"},
+      {"relative file", "os-init", with([&](PhaseTouch& t) { t.files.insert("../etc/victim"); }),
+       "path \"../etc/victim\" is not an absolute path"},
+      // One path that the line-per-path lists would read as two: the
+      // restore would remove the second, which the phase never named.
+      {"file with a line feed", "os-init", with([&](PhaseTouch& t) { t.files.insert(base + "/new\n" + victim); }),
+       "path \"" + base + "/new\\n" + victim + "\" has a control character"},
+      {"directory with ..", "os-init", with([&](PhaseTouch& t) { t.directories.insert(base + "/mnt/.."); }),
+       "path \"" + base + "/mnt/..\" has a '..' component"},
+      {"mount target relative", "os-init", with([&](PhaseTouch& t) { t.mount_targets.insert("mnt"); }),
+       "path \"mnt\" is not an absolute path"},
+      {"interface with /", "rdma", with([&](PhaseTouch& t) { t.interfaces.insert("x/../../../../etc/victim"); }),
+       "interface name \"x/../../../../etc/victim\" cannot name a file in the checkpoint directory (no '/', no "
+       "control characters)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto refusal = checkpoint_refusal(c.phase, c.touch, root);
+    ASSERT_TRUE(refusal.has_value());
+    EXPECT_EQ(*refusal, c.reason);
+    for (const auto& script : {checkpoint_script(3, c.phase, c.touch, root), restore_script(3, c.phase, c.touch, root)}) {
+      auto r = run_sh(script);
+      EXPECT_EQ(r.status, 2) << r.out;
+      EXPECT_EQ(r.out, "checkpoint refused: " + c.reason + "\n");
+    }
+    EXPECT_EQ(run_sh("cd " + base + " && find . | sort").out, ".\n./etc\n./etc/victim\n")
+        << "nothing written anywhere, the root included";
+    EXPECT_EQ(slurp(victim), "keep\n");
+  }
+  // A bad root is refused too; the default one and a test's are fine.
+  EXPECT_EQ(checkpoint_refusal("os-init", fine, "var/lib/x").value_or(""), "the checkpoint root \"var/lib/x\" is not an absolute path");
+  EXPECT_EQ(checkpoint_refusal("os-init", fine, "/var/lib/../x").value_or(""), "the checkpoint root \"/var/lib/../x\" has a '..' component");
+  EXPECT_FALSE(checkpoint_refusal("gpu-driver", fine).has_value());
+
+  // The same touch with a proper phase: written under the root only.
+  auto taken = run_sh(checkpoint_script(3, "os-init", fine, root));
+  ASSERT_EQ(taken.status, 0) << taken.out;
+  EXPECT_EQ(slurp(root + "/3/os-init/complete"), "ok\n");
+  EXPECT_EQ(run_sh("cd " + base + " && find . -path ./sandbox/checkpoints/3/os-init -prune -o -print | sort").out,
+            ".\n./etc\n./etc/victim\n./sandbox\n./sandbox/checkpoints\n./sandbox/checkpoints/3\n");
+  run_sh("rm -rf " + base);
 }
 
 TEST(Checkpoint, ScriptsQuoteEveryValue) {

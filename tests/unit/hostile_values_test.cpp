@@ -18,7 +18,8 @@ namespace {
 struct Field {
   const char* name;
   const char* yaml;     // appended to minimal_spec(); @V@ is the value
-  const char* pointer;  // where an accepted value is in the spec's document ("": a labels key)
+  const char* pointer;  // where an accepted value is in the spec's document; for a key: the object it is the only key of
+  bool key = false;     // the value is a key (of the object at pointer), not a value
 };
 
 const Field kFields[] = {
@@ -49,7 +50,7 @@ const Field kFields[] = {
     {"scheduler.slurm.controller", "defaults:\n  scheduler:\n    kind: slurm\n    slurm: {controller: @V@}\n",
      "/defaults/scheduler/slurm/controller"},
     {"scheduler.kubernetes.labels key", "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {labels: {@V@: x}}\n",
-     ""},
+     "/defaults/scheduler/kubernetes/labels", true},
     {"scheduler.kubernetes.labels value", "defaults:\n  scheduler:\n    kind: kubernetes\n    kubernetes: {labels: {k: @V@}}\n",
      "/defaults/scheduler/kubernetes/labels/k"},
     {"scheduler.kubernetes.taints[].key",
@@ -66,6 +67,18 @@ const Field kFields[] = {
      "defaults:\n  os:\n    repositories: [{name: r, uris: ['http://m/d'], suites: [s], components: [@V@]}]\n",
      "/defaults/os/repositories/0/components/0"},
     {"cluster.description", "racks:\n  - name: r1\n    description: @V@\n", "/racks/0/description"},
+    // minimal_spec() ends inside `nodes:`: these add a second entry. Names
+    // and addresses reach /etc/hosts, the hostname and slurm.conf's
+    // NodeName/NodeAddr: only a DNS name or an IP address keeps its meaning.
+    {"nodes[].hosts", "  - hosts: @V@\n    addresses: 10.0.0.9\n", "/nodes/1/hosts"},
+    {"nodes[].name", "  - name: @V@\n    address: 10.0.0.9\n", "/nodes/1/name"},
+    {"nodes[].addresses", "  - hosts: n9\n    addresses: @V@\n", "/nodes/1/addresses"},
+    {"nodes[].address", "  - name: n9\n    address: @V@\n", "/nodes/1/address"},
+    {"os.sysctl key", "defaults:\n  os:\n    sysctl:\n      @V@: 1\n", "/defaults/os/sysctl", true},
+    // A line of /etc/security/limits.d/90-gpuexpand.conf: `#` would make it
+    // a comment, quotes or `$(…)` a user that cannot exist.
+    {"os.limits[].domain", "defaults:\n  os:\n    limits:\n      - {domain: @V@, type: soft, item: nofile, value: 1024}\n",
+     "/defaults/os/limits/0/domain"},
 };
 
 struct Value {
@@ -109,10 +122,10 @@ TEST(HostileValues, EachIsRefusedWithALocationOrKeptExactly) {
       if (result.spec) {
         const nlohmann::json& document = result.spec->document;
         std::string got_text;
-        if (*field.pointer == '\0') {  // the value is a key: the labels' only key
-          const auto& labels = document.at(nlohmann::json::json_pointer("/defaults/scheduler/kubernetes/labels"));
-          ASSERT_EQ(labels.size(), 1u) << document.dump();
-          got_text = labels.begin().key();
+        if (field.key) {  // the value is a key: the object's only key
+          const auto& object = document.at(nlohmann::json::json_pointer(field.pointer));
+          ASSERT_EQ(object.size(), 1u) << document.dump();
+          got_text = object.begin().key();
         } else {
           const auto pointer = nlohmann::json::json_pointer(field.pointer);
           ASSERT_TRUE(document.contains(pointer)) << document.dump();
@@ -133,6 +146,12 @@ TEST(HostileValues, EachIsRefusedWithALocationOrKeptExactly) {
       }
     }
   }
+  // Names, addresses, sysctl keys and limits domains have a shape of their
+  // own on the node: none of these values fits it.
+  for (const char* field : {"nodes[].hosts", "nodes[].name", "nodes[].addresses", "nodes[].address", "os.sysctl key",
+                            "os.limits[].domain"}) {
+    EXPECT_EQ(accepted.count(field), 0u) << field << " takes " << ::testing::PrintToString(accepted[field]);
+  }
   // A NUL cannot pass through a shell word or a file written by one: no field may take it.
   for (const auto& [field, names] : accepted) {
     EXPECT_EQ(std::count(names.begin(), names.end(), std::string("NUL")), 0) << field << " takes a NUL byte";
@@ -142,6 +161,52 @@ TEST(HostileValues, EachIsRefusedWithALocationOrKeptExactly) {
     std::string line;
     for (const auto& n : names) line += (line.empty() ? "" : ", ") + n;
     std::cout << "accepted as written: " << field << ": " << line << "\n";
+  }
+}
+
+// Values each of these fields must take, and near misses it must refuse
+// with their location (the audit: an address "-x" or "a..b" and a limits
+// domain "$(…)", ";" or quotes were taken).
+TEST(HostileValues, NamesAddressesAndLimitsDomainsKeepTheirMeaning) {
+  struct Case {
+    const char* yaml;  // appended to minimal_spec(); @V@ is the value
+    std::vector<std::string> good, bad;
+  };
+  const std::vector<std::string> good_addresses = {"10.0.0.9", "gpu-9.example.com", "n9", "fe80::1", "::1",
+                                                   "2001:db8::10", "::ffff:10.0.0.9", "9gpu"};
+  const std::vector<std::string> bad_addresses = {"-x",        "x-",       "a..b",       ".a",       "a.",
+                                                  "10.0.0..9", "1.2.3.4.5", "10.0.0.256", ":::",      "fe80::1::2",
+                                                  "a:b",       "a_b",      std::string(64, 'a') + ".com",
+                                                  std::string(254, 'a')};
+  const std::vector<Case> cases = {
+      {"  - name: n9\n    address: @V@\n", good_addresses, bad_addresses},
+      {"  - hosts: n9\n    addresses: @V@\n", good_addresses, bad_addresses},
+      {"  - name: @V@\n    address: 10.0.0.9\n", {"n9", "gpu-9.example.com", "9gpu"}, {"-x", "x-", "a..b", "a_b", "a:b"}},
+      {"  - hosts: @V@\n    addresses: 10.0.0.9\n", {"n9", "gpu-9.example.com", "9gpu"}, {"-x", "x-", "a..b", "a_b"}},
+      {"defaults:\n  os:\n    limits:\n      - {domain: @V@, type: soft, item: nofile, value: 1024}\n",
+       {"*", "%", "alice", "_svc", "first.last", "@wheel", "%adm", "1000:", ":1000", "1000:2000", "@1000:2000", "@:100",
+        "%:100"},
+       {"#alice", "a b", "a'b", "$(id)", "a;b", "-rf", "@", "@-x", ":", "@:", "1000", "1000:x", "%:", "**", "alice/x",
+        std::string(33, 'a')}},
+  };
+  for (const auto& c : cases) {
+    for (const auto& value : c.good) {
+      SCOPED_TRACE(std::string(c.yaml) + " = " + value);
+      const auto result = load_spec(minimal_spec(replaced(c.yaml, nlohmann::json(value).dump())));
+      EXPECT_TRUE(result.spec) << diagnostics_text(result);
+    }
+    for (const auto& value : c.bad) {
+      SCOPED_TRACE(std::string(c.yaml) + " = " + value);
+      const auto result = load_spec(minimal_spec(replaced(c.yaml, nlohmann::json(value).dump())));
+      EXPECT_FALSE(result.spec);
+      ASSERT_FALSE(result.diagnostics.empty());
+      for (const auto& d : result.diagnostics) {
+        EXPECT_EQ(d.where.file, "spec.yaml");
+        EXPECT_GE(d.where.line, 7) << d.to_string();  // at the value, after minimal_spec()'s six lines
+        EXPECT_GT(d.where.column, 0) << d.to_string();
+        EXPECT_EQ(d.message.find("internal error"), std::string::npos) << d.to_string();
+      }
+    }
   }
 }
 

@@ -18,6 +18,21 @@ TEST(Merge, MappingsMergeListsReplaceNullRemoves) {
   EXPECT_EQ(target, json::parse(R"({"os": {"a": 2, "b": [9]}})"));
 }
 
+// A null with nothing under it to remove (its mapping is new in this
+// layer, or replaces a scalar) leaves no null behind: an empty `mode:` in a
+// node entry means the default, not a null value later code reads.
+TEST(Merge, ANullWithNothingToRemoveLeavesNoNull) {
+  json target = json::object();
+  OriginMap origins;
+  deep_merge(target, json::parse(R"({"os": {"a": 1}, "x": 1})"), "/defaults", origins);
+  deep_merge(target,
+             json::parse(R"({"scheduler": {"slurm": {"controller": "c", "mode": null, "deep": {"n": null}}},
+                             "x": {"k": null, "v": [null]}, "gone": null})"),
+             "/nodes/0", origins);
+  EXPECT_EQ(target, json::parse(R"({"os": {"a": 1}, "scheduler": {"slurm": {"controller": "c", "deep": {}}},
+                                    "x": {"v": [null]}})"));
+}
+
 TEST(Merge, OriginsPointAtTheLayerThatGaveEachValue) {
   json target = json::object();
   OriginMap origins;

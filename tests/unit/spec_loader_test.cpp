@@ -423,6 +423,47 @@ TEST(SpecLoader, EmptyValueSaysNothingWasGiven) {
   EXPECT_EQ(diagnostics_text(result), "spec.yaml:7:1: ssh: expected a mapping, got nothing\n");
 }
 
+// Values that once ended in "internal error" (issue 17): a string where a
+// boolean belongs, in a node's scheduler.slurm section, is a located type
+// error, also beside the rules that compare configless with false.
+TEST(SpecLoader, AStringWhereABooleanBelongsIsLocated) {
+  auto result = load_spec(minimal_spec(
+      "    scheduler:\n      kind: slurm\n      slurm:\n        controller: ctl\n        configless: true ~\n"));
+  EXPECT_FALSE(result.spec);
+  EXPECT_EQ(diagnostics_text(result),
+            "spec.yaml:11:21: nodes[0].scheduler.slurm.configless: expected a boolean, got string 'true ~'\n");
+  result = load_spec(minimal_spec(
+      "    scheduler:\n      kind: slurm\n      slurm:\n        controller: ctl\n        mode: static\n"
+      "        cpus: 64\n        real_memory_mb: 1000\n        gres: ['gpu:h100:8', 'nic:2']\n"
+      "        configless: true ~\n"));
+  EXPECT_FALSE(result.spec);
+  EXPECT_EQ(diagnostics_text(result),
+            "spec.yaml:15:21: nodes[0].scheduler.slurm.configless: expected a boolean, got string 'true ~'\n");
+}
+
+// An empty `mode:` (null): in defaults, where nothing is inherited, a
+// located error that says nothing was given; in a node entry, null removes
+// what the entry inherits (see NullRemovesAnInheritedKey), so the mode is
+// the default again. Never an internal error.
+TEST(SpecLoader, AnEmptySlurmModeIsLocatedOrRemovesTheInheritedOne) {
+  auto in_defaults = load_spec(minimal_spec(
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      mode:\n"));
+  EXPECT_FALSE(in_defaults.spec);
+  EXPECT_EQ(diagnostics_text(in_defaults),
+            "spec.yaml:12:7: defaults.scheduler.slurm.mode: expected one of dynamic, static, got nothing\n");
+  auto in_node = load_spec(minimal_spec(
+      "    scheduler:\n      kind: slurm\n      slurm:\n        controller: ctl\n        mode:\n"
+      "defaults:\n  scheduler:\n    slurm: {controller: ctl, mode: static, cpus: 8, real_memory_mb: 1000}\n"));
+  ASSERT_TRUE(in_node.spec) << diagnostics_text(in_node);
+  const auto& slurm = (*in_node.spec->nodes[0].settings)["scheduler"]["slurm"];
+  EXPECT_FALSE(slurm.contains("mode")) << slurm.dump();
+  EXPECT_EQ(slurm["cpus"], 8);
+  auto nothing_inherited = load_spec(minimal_spec(
+      "    scheduler:\n      kind: slurm\n      slurm:\n        controller: ctl\n        mode:\n"));
+  ASSERT_TRUE(nothing_inherited.spec) << diagnostics_text(nothing_inherited);
+  EXPECT_FALSE((*nothing_inherited.spec->nodes[0].settings)["scheduler"]["slurm"].contains("mode"));
+}
+
 TEST(SpecLoader, ExpandedNamesMustBeHostNames) {
   auto result = load_spec("apiVersion: gpuexpand/v1\ncluster: {name: t}\nnodes:\n  - hosts: gpu_node[1-2]\n");
   EXPECT_EQ(diagnostics_text(result),
