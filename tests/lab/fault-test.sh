@@ -55,6 +55,7 @@ work_for() { # NODE [SECONDS] — give NODE's storage phase the slow step to do,
 step_done() { on "$1" done "test -e /var/lib/gpuexpand-test/slow-done && echo done || echo absent"; }
 step_undone() { on "$1" absent "test -e /var/lib/gpuexpand-test/slow-started && echo started || echo absent"; }
 slow_started() { sshn "$1" "test -e /var/lib/gpuexpand-test/slow-started"; }
+step_undone_but_started() { on "$1" "started absent" "for f in slow-started slow-done; do test -e /var/lib/gpuexpand-test/\$f && echo started || echo absent; done | xargs"; }
 ctl() { "$lab" ssh ctl -- "$1" </dev/null; } # ctl 'ONE COMMAND LINE'
 store_ok() { test "$(sqlite3 "$1" 'pragma integrity_check')" = ok; }
 fault_apply() { # SPEC ARGS… — apply with the slow step's playbooks, up to the storage phase
@@ -95,6 +96,7 @@ row_link_slowed() {
   check "link slowed: exit 0" test "$rc" -eq 0
   check "  node-06 completed" step_done node-06
   check "  node-05 completed" step_done node-05
+  check "  store consistent" store_ok "$state"
 }
 
 # ---------------------------------------------------------------- sshd restarted mid-run
@@ -111,6 +113,7 @@ row_sshd_restart() {
   check "sshd restarted mid-step: exit 0 (the session outlives the listener)" test "$rc" -eq 0
   check "  sshd was restarted" test "$(sshd_pid)" != "$before"
   check "  node-06 completed" step_done node-06
+  check "  store consistent" store_ok "$state"
 }
 
 # ---------------------------------------------------------------- management link cut mid-command
@@ -132,6 +135,35 @@ row_link_cut() {
   sshn node-06 "echo 0 >/etc/gx-slow"
   fault_apply "$work/fault.yaml" --limit "$nodes"
   check "  healed, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  node-06 completed" step_done node-06
+}
+
+# ---------------------------------------------------------------- node stops mid-phase
+# node-06 powered off while its slow step runs: the run names the lost
+# node and goes on with node-05; booted again, node-06 has the step's start
+# but not its end (the phase never finished), and the next apply
+# checkpoints the phase again and completes it.
+row_node_stops() {
+  work_for node-05 2
+  work_for node-06 30
+  in_background "$work/stops.log" "$work/fault.yaml" --limit "$nodes"
+  check "node stops: the slow step started" eventually 60 slow_started node-06
+  "$lab" stop node-06 >/dev/null
+  wait "$victim"
+  rc=$?
+  sed 's/^/    /' "$work/stops.log"
+  check "node stopped mid-phase: exit 3" test "$rc" -eq 3
+  check "  node-06: the phase and step it stopped in are named, with the lost connection" \
+    grep -qE "node-06: phase storage, step slow-step-for-tests: .*(connection lost|connection closed|reset)" "$work/stops.log"
+  check "  node-05 completed" step_done node-05
+  check "  store consistent" store_ok "$state"
+  check "  the store has node-06 failed in storage" \
+    test "$(sqlite3 "$state" "select status from phase_results where node = 'node-06' and phase = 'storage' order by rowid desc limit 1")" = failed
+  "$lab" start node-06 >/dev/null
+  check "  booted again, node-06 has the step's start but not its end" step_undone_but_started node-06
+  sshn node-06 "echo 0 >/etc/gx-slow"
+  fault_apply "$work/fault.yaml" --limit "$nodes"
+  check "  the next apply converges (exit 0)" test "$rc" -eq 0
   check "  node-06 completed" step_done node-06
 }
 
@@ -209,6 +241,7 @@ row_sigterm() {
   check "  node-06 is back at its checkpoint" step_undone node-06
   check "  the run is recorded as interrupted" \
     test "$(sqlite3 "$state" "select status || ' ' || exit_code from runs order by id desc limit 1")" = "interrupted 130"
+  check "  store consistent" store_ok "$state"
   sshn node-06 "echo 0 >/etc/gx-slow"
   fault_apply "$work/fault.yaml" --limit node-06
   check "  the next apply converges (exit 0)" test "$rc" -eq 0
@@ -313,7 +346,7 @@ row_storage_server_gone() {
 
 # Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
 rows=("$@")
-((${#rows[@]})) || rows=(node_down link_slowed sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
+((${#rows[@]})) || rows=(node_down link_slowed node_stops sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }
