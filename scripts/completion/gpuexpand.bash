@@ -21,7 +21,7 @@ _gpuexpand() {
     verify) words='--help -h --limit -l --state --parallel --accept-new-host-keys --fault-drill --drill-timeout --consistency --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     doctor) words='--help -h --limit -l --state --parallel --accept-new-host-keys --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     logs) words='--help -h --state --run --phase --failed --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
-    audit) words='--help -h --state --run --node --failed --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    audit) words='--help -h --state --run --limit --node -l --failed --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     report) words='--help -h --state --run --html --markdown --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     completion) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     man) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;

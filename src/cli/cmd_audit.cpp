@@ -28,7 +28,7 @@ int run_audit(Context&, const AuditOptions& options) {
   std::vector<std::string> nodes;
   for (const auto& expression : options.nodes) {
     auto expanded = expand_hostlist(expression);
-    if (!expanded) throw CommandFailed{kExitError, "--node " + expression + ": " + expanded.error().message};
+    if (!expanded) throw CommandFailed{kExitError, "--limit " + expression + ": " + expanded.error().message};
     nodes.insert(nodes.end(), expanded->begin(), expanded->end());
   }
   const std::string path = store_to_read(options.state, options.spec);
@@ -60,12 +60,13 @@ void add_audit_command(CLI::App& app, Action& action) {
   cmd->add_option("--state", options->state, "State store (SQLite; default: beside SPEC, else ./.gpuexpand/state.db)");
   cmd->add_option("--run", options->run, "Only this run (default: every run, oldest first)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--node", options->nodes, "Only these nodes (host lists: gpu-[01-16]; repeatable)")
+  // --limit as every command that takes nodes spells it; --node as rollback does.
+  cmd->add_option("-l,--limit,--node", options->nodes, "Only these nodes (host lists: gpu-[01-16]; repeatable)")
       ->allow_extra_args(false);
   cmd->add_flag("--failed", options->failed, "Only commands that did not run or did not exit 0");
   add_output_option(*cmd, options->output, {"text", "json"});
   cmd->footer("Examples:\n  gpuexpand audit spec.yaml --run 12\n"
-              "  gpuexpand audit spec.yaml --node 'gpu-r01n[01-04]' --failed\n"
+              "  gpuexpand audit spec.yaml --limit 'gpu-r01n[01-04]' --failed\n"
               "  gpuexpand audit spec.yaml --output json | jq '.commands[] | select(.sudo)'\n\n"
               "USER is the SSH login, +sudo when the command ran through sudo -n (become: sudo). STDIN is\n"
               "the size and the first 12 hex digits of the SHA-256 of what the command read (the whole\n"

@@ -465,7 +465,7 @@ TEST(Cli, AuditListsEveryRemoteCommandWithWhoRanItAndItsStdinDigest) {
             "  " + s + "    2026-12-03T02:00:00Z  node-02  root      1            5     -                           printf 'a\\\\n'\\nfalse\n"
             "  " + s + "    2026-12-03T02:00:01Z  node-01  root      unreachable  3000  -                           sh -s\n"
             "4 commands on 2 nodes in 2 runs; 2 did not exit 0\n");
-  auto narrowed = run_gpuexpand({"audit", "--state", state, "--run", s, "--node", "node-[02-03]"});
+  auto narrowed = run_gpuexpand({"audit", "--state", state, "--run", s, "--limit", "node-[02-03]"});
   ASSERT_EQ(narrowed.exit_code, 0) << narrowed.err;
   EXPECT_NE(narrowed.out.find("1 command on 1 node in 1 run; 1 did not exit 0"), std::string::npos) << narrowed.out;
   auto failures = run_gpuexpand({"audit", "--state", state, "--failed", "--output", "json"});
@@ -477,9 +477,11 @@ TEST(Cli, AuditListsEveryRemoteCommandWithWhoRanItAndItsStdinDigest) {
   auto no_run = run_gpuexpand({"audit", "--state", state, "--run", "99"});
   EXPECT_EQ(no_run.exit_code, 1);
   EXPECT_EQ(no_run.err, "gpuexpand: error: no run 99 in " + state + "\n");
+  auto by_node = run_gpuexpand({"audit", "--state", state, "--run", s, "--node", "node-[02-03]"});
+  EXPECT_EQ(by_node.out, narrowed.out) << "--node is --limit";
   auto bad_list = run_gpuexpand({"audit", "--state", state, "--node", "node-[02"});
   EXPECT_EQ(bad_list.exit_code, 1);
-  EXPECT_NE(bad_list.err.find("--node node-[02: "), std::string::npos) << bad_list.err;
+  EXPECT_NE(bad_list.err.find("--limit node-[02: "), std::string::npos) << bad_list.err;
 }
 
 // --limit @failed: the nodes the last apply did not finish, read from the
