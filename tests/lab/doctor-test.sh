@@ -15,9 +15,9 @@
 # Not here, because one machine cannot be put into that state: clock skew
 # (every node shares the host's clock), the kernel's Xid lines (the kernel
 # log is the host's), RDMA devices and ports (this kernel has no RDMA
-# subsystem: "Failed to open NETLINK_RDMA socket"), the fabric manager
-# (NVSwitch systems only), a RealMemory above the node's memory:
-# tests/unit/doctor_test.cpp covers those on edited facts.
+# subsystem: "Failed to open NETLINK_RDMA socket"), a RealMemory above the
+# node's memory: tests/unit/doctor_test.cpp covers those on edited facts.
+# The driver's module unloaded and the fabric manager not running are here.
 #
 # Needs a running lab with 10 nodes.
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
@@ -108,6 +108,41 @@ check "  Slurm offering more than the node has" has_like "^  ERROR scheduler: Sl
 sshn node-10 "sed -i 's/^COUNT=.*/COUNT=8/' /etc/nvidia-lab.conf && /usr/lib/nvidia-lab/nvidia-lab-load"
 doctor "$work/lab.yaml" --limit 'node-[08,10]'
 check "every state mended: no findings again (exit 0)" test "$rc" -eq 0
+
+# ---------------------------------------------------------------- the driver's module not loaded
+# The stand-in driver's "module" is its load record (nvidia-lab-load writes
+# it at boot): gone, nvidia-smi says what the real one says without the
+# kernel module, and the device files stay.
+sshn node-10 "rm -f /run/nvidia-lab/loaded-version"
+doctor "$work/lab.yaml" --limit node-10
+sshn node-10 "/usr/lib/nvidia-lab/nvidia-lab-load"
+check "the NVIDIA module not loaded: exit 3" test "$rc" -eq 3
+check "  named, with what to look at" has "  ERROR gpu: the NVIDIA kernel module is not loaded"
+check "  next: lsmod and dkms" grep -q "next: lsmod | grep nvidia; dkms status" <<<"$out"
+
+# ---------------------------------------------------------------- the node is not what the spec says
+# A spec written for another model and driver branch, and node-10's time
+# sync stopped: warnings (exit 0), each with the plan or unit to look at.
+spec_with "$work/other-model.yaml" '.defaults.gpu.expected_model = "NVIDIA H100 80GB HBM3" | .defaults.gpu.driver_version = "535"'
+sshn node-10 "systemctl stop chrony"
+doctor "$work/other-model.yaml" --limit node-10
+sshn node-10 "systemctl start chrony"
+check "another model and driver, time sync stopped: warnings only (exit 0)" test "$rc" -eq 0
+check "  the model" has "  warn  gpu: model NVIDIA H200, expected NVIDIA H100 80GB HBM3"
+check "  the driver in use" has_like "^  warn  gpu: driver 550\.[0-9.]+ in use, the spec wants 535$"
+check "  no time sync service" has "  warn  clock: no time sync service running"
+
+# ---------------------------------------------------------------- the fabric manager not running
+# A spec that wants the fabric manager (NVSwitch systems) against node-10,
+# which runs none (the lab's driver source has no fabric manager package at
+# 550; apply-test.sh installs one from NVIDIA's repository layout and shows
+# it running).
+spec_with "$work/fm.yaml" '.defaults.gpu.fabric_manager = true'
+doctor "$work/fm.yaml" --limit node-10
+check "the fabric manager wanted, not running: exit 3" test "$rc" -eq 3
+check "  named with what NVLink jobs then see" \
+  has "  ERROR gpu: nvidia-fabricmanager is not running: NVLink jobs fail (CUDA error 802, system not yet initialized)"
+check "  next: its status and version" grep -q "next: systemctl status nvidia-fabricmanager; its version must equal the driver's" <<<"$out"
 
 # ---------------------------------------------------------------- NCCL's environment edited by hand
 # /etc/nccl.conf as the spec writes it (the rdma phase), then its
