@@ -377,21 +377,31 @@ check "  the step completed" on node-04 there "test -e /var/lib/gpuexpand-test/s
 check "  store consistent" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
 
 # ---------------------------------------------------------------- max-fail, partly failed batch
-# Batches of 2 over node-01..03, node-01 broken (a package that does not
-# exist), node-02 fine: the batch is not all-failed, but one failure
-# reaches --max-fail 1, so node-03 is not started.
+# Batches of 2 over node-01..04: node-01 broken (a package that does not
+# exist), node-02 already as the spec wants, node-03 with one change to
+# make (a sysctl), node-04 with changes too (its MTU, from the section
+# above). Every node is probed first: node-02 is done then, and the
+# batches are node-01 + node-03, then node-04. The first is not all-failed
+# (node-03 completes), but node-01's failure reaches --max-fail 1, so
+# node-04's batch is not started: the run touched it only with its probe.
 converged "$work/lab.yaml" node-02
 spec_with "$work/partial.yaml" 'del(.rollout) | .nodes = [
   {name: "node-01", address: "198.18.0.11", compute_addresses: {eth1: "198.18.1.11/24"},
    os: {packages: [.defaults.os.packages[], "no-such-package-gx"]}},
   {name: "node-02", address: "198.18.0.12", compute_addresses: {eth1: "198.18.1.12/24"}},
-  {name: "node-03", address: "198.18.0.13", compute_addresses: {eth1: "198.18.1.13/24"}}]'
+  {name: "node-03", address: "198.18.0.13", compute_addresses: {eth1: "198.18.1.13/24"},
+   os: {sysctl: (.defaults.os.sysctl + {"net.core.somaxconn": 4096})}},
+  {name: "node-04", address: "198.18.0.14", compute_addresses: {eth1: "198.18.1.14/24"}}]'
 gxrun apply -y "$work/partial.yaml" --batch 2 --max-fail 1 --state "$state"
 check "partly failed batch with --max-fail 1: exit 3" test "$rc" -eq 3
 check "  it stops at --max-fail and says so" \
   grep -q "stopping: 1 node failed, reaching --max-fail 1; no further batches are started" <<<"$out"
-check "  node-02 in the same batch finished" grep -q "node-02  nothing to change" <<<"$out"
-check "  node-03 was not started" grep -q "1 failed, 0 unreachable, 1 not started" <<<"$out"
+check "  node-02, with nothing to change, was done by the first probes" grep -q "node-02  nothing to change" <<<"$out"
+check "  node-03 in node-01's batch finished" grep -q "node-03  os-init  changed" <<<"$out"
+check "  node-04 was not started" grep -q "1 changed, 1 unchanged, 1 failed, 0 unreachable, 1 not started" <<<"$out"
+check "  node-04 saw only its probe" \
+  test "$(sqlite3 "$state" "select count(*) from audit where run_id = (select max(id) from runs) and node = 'node-04'")" = 1
+converged "$work/lab.yaml" 'node-[03-04]'
 
 # ---------------------------------------------------------------- driver change
 # 550 -> 535 on node-02: the package is downgraded, the node rebooted (the
