@@ -14,10 +14,10 @@
 #
 # Not here, because one machine cannot be put into that state: clock skew
 # (every node shares the host's clock), the kernel's Xid lines (the kernel
-# log is the host's), RDMA devices and ports (this kernel has no RDMA
-# subsystem: "Failed to open NETLINK_RDMA socket"), a RealMemory above the
-# node's memory: tests/unit/doctor_test.cpp covers those on edited facts.
-# The driver's module unloaded and the fabric manager not running are here.
+# log is the host's), a RealMemory above the node's memory:
+# tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
+# from an ibstat stand-in printing a real capture (this kernel has no RDMA
+# subsystem), as the GPUs come from the nvidia-smi stand-in.
 #
 # Needs a running lab with 10 nodes.
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
@@ -143,6 +143,27 @@ check "the fabric manager wanted, not running: exit 3" test "$rc" -eq 3
 check "  named with what NVLink jobs then see" \
   has "  ERROR gpu: nvidia-fabricmanager is not running: NVLink jobs fail (CUDA error 802, system not yet initialized)"
 check "  next: its status and version" grep -q "next: systemctl status nvidia-fabricmanager; its version must equal the driver's" <<<"$out"
+
+# ---------------------------------------------------------------- RDMA devices and ports
+# The HCAs are hardware this machine lacks (its kernel has no RDMA
+# subsystem), so they are stood in for as the GPUs are: an ibstat on
+# node-10 printing, byte for byte, what the real one printed on an 8-GPU
+# H100 server with three of its Ethernet ports down
+# (tests/fixtures/tool-output/ibstat-cx7-ib-ndr400-h100x8-3eth-down.txt,
+# SOURCES.md there). The spec says the compute fabric is InfiniBand.
+spec_with "$work/ib.yaml" '.defaults.network.rdma.kind = "infiniband"'
+doctor "$work/ib.yaml" --limit node-10
+check "InfiniBand wanted, no HCA on the node: exit 3" test "$rc" -eq 3
+check "  no RDMA devices, with what to look at" has "  ERROR network: no RDMA devices (rdma.kind infiniband)"
+ibstat_capture=$repo/tests/fixtures/tool-output/ibstat-cx7-ib-ndr400-h100x8-3eth-down.txt
+sshn node-10 "mkdir -p /usr/local/lib/gx-lab && echo $(base64 -w0 "$ibstat_capture") | base64 -d >/usr/local/lib/gx-lab/ibstat.txt &&
+  printf '#!/bin/sh\nexec cat /usr/local/lib/gx-lab/ibstat.txt\n' >/usr/local/sbin/ibstat && chmod 0755 /usr/local/sbin/ibstat"
+doctor "$work/ib.yaml" --limit node-10
+sshn node-10 "rm -rf /usr/local/sbin/ibstat /usr/local/lib/gx-lab"
+check "HCAs with three ports down: exit 3" test "$rc" -eq 3
+check "  each port down named" bash -c 'for p in mlx5_2 mlx5_7 mlx5_8; do grep -qxF "  ERROR network: RDMA port $p/1 is down" <<<"$1" || exit 1; done' _ "$out"
+check "  the active ports not" bash -c '! grep -q "RDMA port mlx5_0/" <<<"$1"' _ "$out"
+check "  no longer 'no RDMA devices'" bash -c '! grep -q "no RDMA devices" <<<"$1"' _ "$out"
 
 # ---------------------------------------------------------------- NCCL's environment edited by hand
 # /etc/nccl.conf as the spec writes it (the rdma phase), then its
