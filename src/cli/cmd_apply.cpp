@@ -99,16 +99,9 @@ std::optional<CountOrPercent> parse_limit_option(const std::string& text, const 
 std::optional<nlohmann::json> read_saved_plan(Context& context, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto document = nlohmann::json::parse(text, nullptr, false);
-  if (!document.is_object() || document.value("kind", "") != "gpuexpand-plan") return std::nullopt;
-  if (const auto format = document.find("format_version");
-      format != document.end() && format->is_number_integer() && format->get<int>() != Plan::kFormatVersion) {
-    throw CommandFailed{kExitError, path + ": a plan of format " + std::to_string(format->get<int>()) + ", and this gpuexpand " +
-                                        "applies format " + std::to_string(Plan::kFormatVersion) + "; plan again"};
-  }
-  const auto problems = context.schema("plan").validate_json(document);
-  if (!problems.empty()) throw CommandFailed{kExitError, path + ": not a valid plan document: " + problems.front()};
-  return document;
+  auto document = parse_saved_plan(text, path, context.schema("plan"));
+  if (!document) throw CommandFailed{kExitError, document.error().message};
+  return std::move(document.value());
 }
 
 int run_apply(Context& context, const ApplyOptions& options) {

@@ -9,25 +9,6 @@
 
 namespace gpuexpand {
 
-Result<SavedPlanScope> saved_plan_scope(const nlohmann::json& plan, const ClusterSpec& spec,
-                                        const PlaybookSet& playbooks, const std::string& plan_path,
-                                        const std::string& spec_path, bool limited) {
-  if (limited) return make_error("--limit cannot narrow a saved plan; plan again with --limit");
-  if (spec_digest(spec) != plan["spec"]["sha256"]) {
-    return make_error("refusing to apply " + plan_path + ": " + spec_path + " changed since the plan was made; plan again");
-  }
-  if (playbooks.digest != plan["playbooks_sha256"]) {
-    return make_error("refusing to apply " + plan_path + ": the playbooks changed since the plan was made; plan again");
-  }
-  SavedPlanScope scope;
-  for (const auto& node : plan["nodes"]) {
-    if (node["status"] != "changes") continue;
-    scope.nodes += (scope.nodes.empty() ? "" : ",") + node["name"].get<std::string>();
-    scope.facts_digests[node["name"]] = node.value("facts_sha256", "");
-  }
-  return scope;
-}
-
 std::vector<std::string> drifted_since_plan(const std::vector<const NodeSpec*>& nodes, const FactsByNode& now,
                                             const std::map<std::string, std::string>& facts_digests) {
   std::vector<std::string> drifted;

@@ -39,4 +39,17 @@ const ClusterSpec& lab_spec() {
   return spec;
 }
 
+const PlaybookSet& playbooks() {
+  static const PlaybookSet set = [] {
+    std::vector<Diagnostic> diagnostics;
+    auto loaded = load_playbooks("", schema("playbook"), diagnostics);
+    if (!loaded) {
+      std::cerr << "fuzz setup: the playbooks do not load\n";
+      std::abort();
+    }
+    return *loaded;
+  }();
+  return set;
+}
+
 }  // namespace gpuexpand::fuzz

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 #include "gpuexpand/spec/json_schema.hpp"
 
@@ -17,6 +18,9 @@ const JsonSchema& schema(const std::string& name);
 
 // examples/lab-rack.yaml from the source tree, loaded once.
 const ClusterSpec& lab_spec();
+
+// The playbooks of the source tree, loaded once.
+const PlaybookSet& playbooks();
 
 inline std::string text_of(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
@@ -29,6 +33,7 @@ int one_playbook(const uint8_t* data, size_t size);
 int one_expressions(const uint8_t* data, size_t size);
 int one_tool_output(const uint8_t* data, size_t size);
 int one_facts_file(const uint8_t* data, size_t size);
+int one_saved_plan(const uint8_t* data, size_t size);
 
 }  // namespace gpuexpand::fuzz
 

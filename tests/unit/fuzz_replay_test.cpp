@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 #include "../fuzz/fuzz_support.hpp"
@@ -30,15 +31,27 @@ std::vector<fs::path> files_under(const std::string& relative) {
   return files;
 }
 
+// A golden (tests/golden) is "exit N", "--- stdout", the output, "--- stderr"...:
+// its output alone, as scripts/fuzz seeds the corpus with it.
+std::string without_golden_frame(const std::string& text) {
+  const std::string open = "--- stdout\n", close = "--- stderr\n";
+  const size_t begin = text.find(open);
+  if (!text.starts_with("exit ") || begin == std::string::npos) return text;
+  const size_t end = text.find(close, begin);
+  return text.substr(begin + open.size(), end == std::string::npos ? std::string::npos : end - begin - open.size());
+}
+
 // Runs every file under each folder through `one`; returns how many.
-size_t replay(const OneInput& one, const std::vector<std::string>& folders) {
+size_t replay(const OneInput& one, const std::vector<std::string>& folders, const std::string& name_pattern = ".*") {
+  const std::regex wanted(name_pattern);
   size_t count = 0;
   for (const auto& folder : folders) {
     for (const auto& path : files_under(folder)) {
+      if (!std::regex_match(path.filename().string(), wanted)) continue;
       std::ifstream in(path, std::ios::binary);
       std::stringstream text;
       text << in.rdbuf();
-      const std::string input = text.str();
+      const std::string input = without_golden_frame(text.str());
       SCOPED_TRACE(path.string());
       EXPECT_EQ(one(reinterpret_cast<const uint8_t*>(input.data()), input.size()), 0);
       ++count;
@@ -65,6 +78,11 @@ TEST(FuzzReplay, ToolOutputSeedsAndRegressions) {
 
 TEST(FuzzReplay, FactsFileSeedsAndRegressions) {
   EXPECT_GE(replay(fuzz::one_facts_file, {"tests/fixtures/facts", "tests/fuzz/regressions/facts_file"}), 4u);
+}
+
+TEST(FuzzReplay, SavedPlanSeedsAndRegressions) {
+  EXPECT_GE(replay(fuzz::one_saved_plan, {"tests/golden"}, R"(plan-.*\.json\.txt)"), 4u);
+  replay(fuzz::one_saved_plan, {"tests/fuzz/regressions/saved_plan"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/plan/saved_plan.hpp"
 #include "gpuexpand/playbook/playbook.hpp"
 #include "gpuexpand/spec/cluster_spec.hpp"
 #include "gpuexpand/state/state_store.hpp"
@@ -29,19 +30,7 @@ namespace gpuexpand {
 // that did not answer, naming the nodes that need it; empty when all did.
 std::vector<std::string> unreachable_controllers(const std::vector<const NodeSpec*>& nodes, CommandRunner& runner);
 
-// What `apply plan.json` may touch: exactly the nodes the plan changes,
-// each only while its facts are those the plan was made from.
-struct SavedPlanScope {
-  std::string nodes;                                 // one --limit expression; empty: nothing to change
-  std::map<std::string, std::string> facts_digests;  // node -> the plan's facts_sha256
-};
-
-// Refused (with the message to print) when --limit narrows the plan, or the
-// spec or the playbooks changed since it was made. `plan_path` and
-// `spec_path` are for the messages.
-Result<SavedPlanScope> saved_plan_scope(const nlohmann::json& plan, const ClusterSpec& spec,
-                                        const PlaybookSet& playbooks, const std::string& plan_path,
-                                        const std::string& spec_path, bool limited);
+// (What a saved plan allows: plan/saved_plan.hpp.)
 
 // The nodes whose decision facts differ now from the plan's (or that
 // cannot be reached), in the order of `nodes`.
