@@ -24,7 +24,7 @@ _gpuexpand() {
     audit) words='--help -h --state --run --limit --node -l --failed --output -o --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     report) words='--help -h --state --run --html --markdown --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
     completion) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
-    man) words='--help -h --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
+    man) words='--help -h --markdown --version --verbose -v --quiet -q --log-file --data-dir --color --no-color' ;;
   esac
   if [[ $cur == -* || -z $command ]]; then
     mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")

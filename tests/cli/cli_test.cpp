@@ -1019,12 +1019,13 @@ TEST(Cli, SpecMessagesWhereTheyWereWeakest) {
 // line definition: the copies in the tree must be what the binary prints
 // now (regenerate: gpuexpand completion bash > scripts/completion/gpuexpand.bash,
 // gpuexpand completion zsh > scripts/completion/_gpuexpand, gpuexpand man >
-// docs/man/gpuexpand.1), and they must work.
+// docs/man/gpuexpand.1, gpuexpand man --markdown > docs/cli.md), and they must work.
 TEST(Cli, CompletionAndManPageInTheTreeAreWhatTheBinaryGenerates) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> generated = {
       {{"completion", "bash"}, "scripts/completion/gpuexpand.bash"},
       {{"completion", "zsh"}, "scripts/completion/_gpuexpand"},
-      {{"man"}, "docs/man/gpuexpand.1"}};
+      {{"man"}, "docs/man/gpuexpand.1"},
+      {{"man", "--markdown"}, "docs/cli.md"}};
   for (const auto& [args, file] : generated) {
     const auto r = run_gpuexpand(args);
     EXPECT_EQ(r.exit_code, 0) << r.err;
