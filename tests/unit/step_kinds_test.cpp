@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +46,51 @@ TEST(StepKinds, ParametersAreNamedOnceAndNeverCommonKeys) {
     for (const char* common : {"id", "type", "when", "for_each", "label", "description"}) {
       EXPECT_EQ(seen.count(common), 0u) << kind->name() << " takes the common key " << common;
     }
+  }
+}
+
+// docs/playbooks.md's "Step types" table: a row per kind, and its Required
+// and Optional columns name exactly the kind's parameters (values in
+// parentheses, like a parameter's default, are not names).
+TEST(StepKinds, ThePlaybookGuideTableMatchesTheRegistry) {
+  const auto names_in = [](std::string cell) {
+    cell = std::regex_replace(cell, std::regex(R"(\([^)]*\))"), "");
+    std::set<std::string> names;
+    const std::regex backticked("`([a-z_][a-z0-9_]*)`");
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), backticked); it != std::sregex_iterator(); ++it) {
+      names.insert((*it)[1]);
+    }
+    return names;
+  };
+  std::istringstream guide(read_source_file("docs/playbooks.md"));
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> rows;
+  bool in_table = false;
+  for (std::string line; std::getline(guide, line);) {
+    if (line.starts_with("| Type | Required | Optional |")) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.starts_with("|---")) continue;
+    if (!line.starts_with("|")) break;
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
+    ASSERT_GE(cells.size(), 3u) << line;
+    const auto type = names_in(cells[0]);
+    ASSERT_EQ(type.size(), 1u) << line;
+    rows[*type.begin()] = {names_in(cells[1]), names_in(cells[2])};
+  }
+  ASSERT_FALSE(rows.empty()) << "no step types table in docs/playbooks.md";
+  std::set<std::string> documented;
+  for (const auto& [type, _] : rows) documented.insert(type);
+  EXPECT_EQ(documented, schema_step_types());
+  for (const StepKind* kind : step_kinds()) {
+    const auto row = rows.find(std::string(kind->name()));
+    if (row == rows.end()) continue;  // reported above
+    std::set<std::string> required(kind->required_parameters().begin(), kind->required_parameters().end());
+    std::set<std::string> optional(kind->optional_parameters().begin(), kind->optional_parameters().end());
+    EXPECT_EQ(row->second.first, required) << "docs/playbooks.md, required parameters of " << kind->name();
+    EXPECT_EQ(row->second.second, optional) << "docs/playbooks.md, optional parameters of " << kind->name();
   }
 }
 
