@@ -152,6 +152,17 @@ Result<int> read_user_version(sqlite3* db) {
   return *row ? stmt->integer(0) : 0;
 }
 
+// The first problem PRAGMA quick_check finds; empty when it finds none.
+// A file too damaged to read at all is an error, with SQLite's words.
+Result<std::string> first_damage(sqlite3* db) {
+  auto stmt = Statement::prepare(db, "PRAGMA quick_check(1)");
+  if (!stmt) return stmt.error();
+  auto row = stmt->step();
+  if (!row) return row.error();
+  const std::string said = *row ? stmt->text(0) : "ok";
+  return said == "ok" ? std::string() : said;
+}
+
 Error newer_schema(const std::string& path, int version) {
   return make_error("state store " + path + ": schema version " + std::to_string(version) +
                     " is newer than this gpuexpand understands (" + std::to_string(StateStore::kSchemaVersion) +
@@ -214,6 +225,20 @@ Result<std::unique_ptr<StateStore>> StateStore::open(const std::string& path) {
   auto version = read_user_version(raw);
   if (!version) return fail("cannot read", version.error());
   if (*version > kSchemaVersion) return newer_schema(path, *version);
+  // A store damaged on disk (a torn page, bytes overwritten) is refused
+  // before a run is recorded into it: writing on would spread the damage
+  // and a run's record could be lost halfway. quick_check reads every page
+  // once (milliseconds for a store of thousands of runs).
+  if (*version > 0) {
+    if (auto damage = first_damage(raw); !damage) {
+      return fail("cannot check", damage.error());
+    } else if (!damage->empty()) {
+      return prefixed(path, "it is damaged",
+                      make_error("SQLite's quick_check says \"" + *damage +
+                                 "\"; nothing was written to it. Restore it from a backup, or move it aside to start "
+                                 "a new one (which knows no earlier runs, locks or checkpoints)"));
+    }
+  }
 
   if (auto configured = configure(raw); !configured) return fail("cannot configure", configured.error());
 

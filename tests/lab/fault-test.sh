@@ -322,6 +322,40 @@ row_store_faults() {
   umount "$store_mnt"
 }
 
+# ---------------------------------------------------------------- a damaged store, and a store from a newer gpuexpand
+# Copies of the row's store: one with a page overwritten (its header
+# intact, so SQLite opens it), one whose schema version is from the
+# future. Each refused before any node is touched, and left as it was.
+# apply with store DB on node-05: refused (exit 1) with a message matching
+# PATTERN, nothing run on the node, the file byte for byte as it was.
+refused_before_any_node() { # DB LABEL PATTERN
+  local db=$1 label=$2 pattern=$3 before
+  before=$(sha256sum <"$db")
+  work_for node-05
+  gxrun --data-dir "$work" apply -y "$work/fault.yaml" --until storage --limit node-05 --state "$db"
+  check "$label: exit 1" test "$rc" -eq 1
+  check "  the message: $pattern" grep -q "$pattern" <<<"$out"
+  check "  nothing ran on node-05" step_undone node-05
+  check "  the file is as it was (nothing written)" test "$(sha256sum <"$db")" = "$before"
+}
+row_store_damaged_or_newer() {
+  local damaged=$work/damaged.db newer=$work/newer.db page
+  cp "$state" "$damaged"
+  page=$(sqlite3 "$damaged" 'pragma page_size')
+  check "the store has pages past the first to damage" test "$(sqlite3 "$damaged" 'pragma page_count')" -ge 3
+  head -c "$page" /dev/zero | tr '\0' 'w' | dd of="$damaged" bs="$page" seek=1 conv=notrunc status=none
+  refused_before_any_node "$damaged" "damaged store" \
+    "error: state store $damaged: it is damaged: SQLite's quick_check says .*Restore it from a backup, or move it aside"
+
+  cp "$state" "$newer"
+  sqlite3 "$newer" 'pragma user_version = 99'
+  refused_before_any_node "$newer" "store from a newer gpuexpand" \
+    "error: state store $newer: schema version 99 is newer than this gpuexpand understands ([0-9]*); upgrade gpuexpand"
+  gxrun --data-dir "$work" status "$work/fault.yaml" --state "$newer"
+  check "  status refuses it the same way (exit 1)" test "$rc" -eq 1
+  check "  the row's own store is untouched by either (consistent)" store_ok "$state"
+}
+
 # ---------------------------------------------------------------- the storage server gone during the storage phase
 # The share's server (ctl, also the Slurm controller and the package
 # mirror) powered off while node-06 must mount the share again.
@@ -346,7 +380,7 @@ row_storage_server_gone() {
 
 # Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
 rows=("$@")
-((${#rows[@]})) || rows=(node_down link_slowed node_stops sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults)
+((${#rows[@]})) || rows=(node_down link_slowed node_stops sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults store_damaged_or_newer)
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }

@@ -927,6 +927,42 @@ TEST_F(StateStoreTest, RefusesAFileThatIsNotADatabase) {
   EXPECT_EQ(store.error().message, "state store " + path_ + ": cannot read: file is not a database");
 }
 
+// A store damaged inside (one page overwritten, its header intact): apply
+// would otherwise record runs into it and fail somewhere later. Refused at
+// open with quick_check's words, and left byte for byte as it was.
+TEST_F(StateStoreTest, RefusesADamagedStoreAndWritesNothingToIt) {
+  {
+    auto store = open();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < 20; ++i) {
+      const int64_t run = begin(*store, apply_run({"n" + std::to_string(i)}));
+      ASSERT_TRUE(store->finish_run(run, RunStatus::Succeeded, 0, "2026-11-30T03:01:00Z").ok());
+    }
+  }
+  const int page_size = std::stoi(sql(path_, "PRAGMA page_size"));
+  const int pages = std::stoi(sql(path_, "PRAGMA page_count"));
+  ASSERT_GE(pages, 3);
+  {
+    // Page 2 on: the tables' b-tree pages (page 1 holds the header and the schema).
+    std::fstream file(path_, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(page_size);
+    const std::string garbage(static_cast<size_t>(page_size), '\x77');
+    file.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  const auto contents = [this] {
+    std::ifstream in(path_, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string before = contents();
+  auto store = StateStore::open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(store.error().message.starts_with("state store " + path_ + ": it is damaged: SQLite's quick_check says \""))
+      << store.error().message;
+  EXPECT_NE(store.error().message.find("Restore it from a backup, or move it aside"), std::string::npos);
+  EXPECT_TRUE(contents() == before) << "the damaged store was written to";
+  EXPECT_FALSE(fs::exists(path_ + "-wal"));
+}
+
 // ---------------------------------------------------------------------------
 // Kill safety: a controller SIGKILLed at any moment leaves a consistent store.
 
