@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -144,6 +146,53 @@ TEST_F(CliSsh, LivePlan) {
   auto offline = run_gpuexpand({"plan", spec, "--facts", saved, "--detailed-exitcode"});
   EXPECT_EQ(offline.exit_code, 2);
   EXPECT_EQ(offline.out, r.out);
+}
+
+// A key's passphrase (from passphrase_env) and a Kubernetes join token
+// (token_file) appear nowhere a run writes, at -vv with a debug log file:
+// stdout, stderr, the log, the saved facts, the plan (text, --diff, JSON)
+// and the state store's file (docs/security.md, "Secrets"). The lab's
+// scheduler test does the same for the munge key and the SSH private key.
+TEST_F(CliSsh, AKeyPassphraseAndAJoinTokenAppearNowhere) {
+  const std::string dir = make_temp_dir();
+  const std::string passphrase = "gx-passphrase-5b1e9d04c7";
+  const std::string token = "q7w8e9.r4t5y6u7i8o9p0a1";
+  const std::string key = dir + "/encrypted_ed25519";
+  ASSERT_EQ(shell("ssh-keygen -q -t ed25519 -N '" + passphrase + "' -f " + key), 0);
+  ASSERT_EQ(shell("cat " + key + ".pub >> " + sshd_->dir() + "/authorized_keys"), 0);
+  write_file(dir + "/join-token", token + "\n");
+  ::setenv("GX_TEST_KEY_PASSPHRASE", passphrase.c_str(), 1);
+  write_file(dir + "/spec.yaml",
+             "apiVersion: gpuexpand/v1\ncluster: {name: local}\nssh:\n  user: root\n  port: " + std::to_string(sshd_->port()) +
+                 "\n  identity_file: " + key + "\n  passphrase_env: GX_TEST_KEY_PASSPHRASE\n  known_hosts: " +
+                 known_hosts_for_both() +
+                 "\n  connect_timeout: 5\ndefaults:\n  os: {timezone: UTC, packages: [bash]}\n"
+                 "  scheduler:\n    kind: kubernetes\n    kubernetes:\n      api_endpoint: https://k8s-api.example.com:6443\n"
+                 "      token_file: " + dir + "/join-token\n"
+                 "      ca_cert_hash: sha256:5038ca523182bf42d0da9b8a962d7ce03df0eb42479ba0346b7aa24b80c6f810\n"
+                 "nodes:\n  - {name: n1, address: 127.0.0.1}\n");
+  const std::string spec = dir + "/spec.yaml", state = dir + "/state.db";
+  std::string written;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-vv", "--log-file", dir + "/debug.log", "facts", spec, "--save", dir + "/facts.json"},
+        {"-vv", "--log-file", dir + "/debug.log", "plan", spec, "--diff", "--state", state, "--out", dir + "/plan.json"},
+        {"-vv", "plan", spec, "--output", "json", "--state", state},
+        {"-vv", "audit", spec, "--state", state, "--output", "json"}}) {
+    const auto r = run_gpuexpand(args);
+    std::string line;
+    for (const auto& arg : args) line += arg + " ";
+    EXPECT_EQ(r.exit_code, 0) << line << ": " << r.out << r.err;
+    written += r.out + r.err;
+  }
+  for (const std::string file : {"debug.log", "facts.json", "plan.json", "state.db"}) {
+    ASSERT_TRUE(std::filesystem::exists(dir + "/" + file)) << file;
+    written += read_file(dir + "/" + file);
+  }
+  // The plan did reach the token's step, so its absence means something.
+  EXPECT_NE(written.find("/etc/gpuexpand/kubeadm-join-token"), std::string::npos);
+  EXPECT_EQ(written.find(passphrase), std::string::npos) << "the key's passphrase was written";
+  EXPECT_EQ(written.find(token), std::string::npos) << "the join token was written";
+  EXPECT_EQ(written.find("r4t5y6u7i8o9p0a1"), std::string::npos) << "the join token's secret half was written";
 }
 
 }  // namespace
