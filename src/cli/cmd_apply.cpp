@@ -61,7 +61,8 @@ bool confirmed(Context& context, const ClusterSpec& spec, const std::vector<cons
                         "or review a saved plan (plan --out plan.json) and apply that"};
   }
   auto runner = make_ssh_runner(spec, nodes, options.ssh, {});
-  FactsByNode facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339());
+  FactsByNode facts =
+      gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/false, AfterProbe::Close);
   const Plan plan = make_plan(spec, nodes, context.playbooks(), facts, utc_now_rfc3339());
   PlanTextOptions text;
   text.color = context.use_color();

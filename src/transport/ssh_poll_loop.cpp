@@ -67,6 +67,19 @@ short SshRunner::Impl::poll_events(const Connection& c) {
   return events == 0 ? POLLIN : events;
 }
 
+// A released node's session, closed as soon as it is idle: the disconnect
+// message without waiting on it (a node is one of hundreds here), then the
+// socket. Its memory (libssh2's packet buffers, the ciphers' state) goes
+// back at once rather than at the end of the run.
+void SshRunner::Impl::close_released(Connection& c) {
+  c.release_when_idle = false;
+  if (c.session && c.stage == Stage::Ready && c.via < 0) {
+    libssh2_session_set_blocking(c.session, 0);
+    (void)libssh2_session_disconnect(c.session, "gpuexpand done");
+  }
+  if (c.session || c.fd >= 0) teardown(c, false);
+}
+
 void SshRunner::Impl::run() {
   for (;;) {
     // Start or continue nodes up to the parallelism limit.
@@ -74,6 +87,7 @@ void SshRunner::Impl::run() {
     for (auto& c : nodes) {
       if (c.active && c.queue.empty()) c.active = false;
       if (c.active) ++active;
+      if (c.release_when_idle && c.queue.empty() && c.channel_stage == ChannelStage::Done) close_released(c);
     }
     for (auto& c : nodes) {
       if (active >= options.parallel) break;

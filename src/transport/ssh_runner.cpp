@@ -212,6 +212,15 @@ void SshRunner::connect(size_t node) {
   impl_->nodes.at(node).queue.back().connect_only = true;
 }
 
+void SshRunner::release(size_t node) { impl_->nodes.at(node).release_when_idle = true; }
+
+size_t SshRunner::open_sessions() const {
+  size_t open = 0;
+  for (const auto& c : impl_->nodes) open += c.session != nullptr ? 1u : 0u;
+  for (const auto& b : impl_->bastions) open += b.link.session != nullptr ? 1u : 0u;
+  return open;
+}
+
 void SshRunner::run() { impl_->run(); }
 
 size_t SshRunner::handshake_retries() const { return impl_->handshake_retries; }

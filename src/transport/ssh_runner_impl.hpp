@@ -146,6 +146,7 @@ struct Connection {
   Clock::time_point started{}, deadline{};
   milliseconds limit{};  // the running job's time limit, held on the node
   bool active = false;  // counts against --parallel
+  bool release_when_idle = false;  // release(): close the session once the queue is empty
 
   // Direct connections: holds a place in the handshake window (from the
   // TCP connect until logged in or torn down).
@@ -304,6 +305,7 @@ struct SshRunner::Impl {
 
   static short poll_events(const Connection& c);
 
+  void close_released(Connection& c);
   void run();
 };
 

@@ -175,6 +175,27 @@ TEST_F(SshRunnerTest, OneSessionIsReusedForEveryCommand) {
   for (const auto& c : connections) EXPECT_EQ(c, connections.front()) << "same client port, same session";
 }
 
+// release(): a node the caller is done with has its session closed once
+// its queue has run (facts and plan at 1,000 nodes do not hold 1,000
+// sessions to the end); work submitted afterwards gets a new session.
+TEST_F(SshRunnerTest, AReleasedNodesSessionIsClosedAndANewOneServesLaterWork) {
+  SshRunner runner({endpoint("a"), endpoint("b")}, options());
+  std::string first, second;
+  runner.submit(0, {"echo $SSH_CONNECTION", "", {}, false}, [&](const CommandOutcome& r) {
+    first = r.out;
+    runner.release(0);
+  });
+  runner.submit(1, {"true", "", {}, false}, nullptr);
+  runner.run();
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(runner.open_sessions(), 1u) << "b's session is kept, a's closed";
+  runner.submit(0, {"echo $SSH_CONNECTION", "", {}, false}, [&](const CommandOutcome& r) { second = r.out; });
+  runner.run();
+  EXPECT_FALSE(second.empty());
+  EXPECT_NE(second, first) << "a new session (another client port)";
+  EXPECT_EQ(runner.open_sessions(), 2u);
+}
+
 // connect(): the session comes up with nothing run and nothing audited;
 // a command submitted afterwards (here from another endpoint's callback,
 // as a controller's after a node's probe) uses that same session.

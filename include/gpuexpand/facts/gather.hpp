@@ -27,9 +27,14 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 // that order (endpoints_for). Returns facts for every node (unreachable ones
 // included). `nodes` may hold reference nodes too.
 // `gpu_details`: FactsRequest::gpu_details, for what shows facts (`facts`).
+// `sessions`: Close when the caller runs nothing more on the nodes (facts,
+// plan): each node's session is closed as soon as its probe is in, so a
+// fleet's sessions are not all held to the end; Keep when more follows on
+// the same runner (apply of a saved plan, verify).
+enum class AfterProbe { Keep, Close };
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
-                         bool gpu_details = false);
+                         bool gpu_details = false, AfterProbe sessions = AfterProbe::Keep);
 
 // One probe of one node with an explicit request (init --from): its facts,
 // or {"unreachable": why}.

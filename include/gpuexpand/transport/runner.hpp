@@ -35,6 +35,12 @@ class CommandRunner {
   // records nothing. A runner without sessions ignores it.
   virtual void connect(size_t node) { (void)node; }
 
+  // The caller has no more work for `node` in this run: its session may be
+  // closed once what is queued on it has run, so that a fleet's sessions
+  // are not all held to the end (facts and plan at 1,000 nodes). Work
+  // submitted later still runs, over a new session.
+  virtual void release(size_t node) { (void)node; }
+
   // Runs until every queued command (including those callbacks queue) has
   // completed. Single-threaded: callbacks run on the caller's thread.
   virtual void run() = 0;

@@ -77,6 +77,9 @@ class SshRunner final : public CommandRunner {
 
   void submit(size_t node, CommandRequest request, Callback done) override;
   void connect(size_t node) override;
+  void release(size_t node) override;
+  // Sessions up now (nodes and bastions): what release() gives back.
+  size_t open_sessions() const;
   void run() override;
   size_t handshake_retries() const override;
 
