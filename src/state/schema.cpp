@@ -160,7 +160,19 @@ Result<std::string> first_damage(sqlite3* db) {
   auto row = stmt->step();
   if (!row) return row.error();
   const std::string said = *row ? stmt->text(0) : "ok";
-  return said == "ok" ? std::string() : said;
+  if (said == "ok") return std::string();
+  // One line for the operator: SQLite's "*** in database main ***" header
+  // names the only database there is, and its lines become "; ".
+  std::string line;
+  size_t from = 0;
+  while (from <= said.size()) {
+    size_t to = said.find('\n', from);
+    if (to == std::string::npos) to = said.size();
+    const std::string part = said.substr(from, to - from);
+    if (!part.empty() && part != "*** in database main ***") line += (line.empty() ? "" : "; ") + part;
+    from = to + 1;
+  }
+  return line.empty() ? said : line;
 }
 
 Error newer_schema(const std::string& path, int version) {

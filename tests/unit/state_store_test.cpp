@@ -959,6 +959,8 @@ TEST_F(StateStoreTest, RefusesADamagedStoreAndWritesNothingToIt) {
   EXPECT_TRUE(store.error().message.starts_with("state store " + path_ + ": it is damaged: SQLite's quick_check says \""))
       << store.error().message;
   EXPECT_NE(store.error().message.find("Restore it from a backup, or move it aside"), std::string::npos);
+  EXPECT_EQ(store.error().message.find('\n'), std::string::npos) << "one line: " << store.error().message;
+  EXPECT_EQ(store.error().message.find("*** in database"), std::string::npos) << store.error().message;
   EXPECT_TRUE(contents() == before) << "the damaged store was written to";
   EXPECT_FALSE(fs::exists(path_ + "-wal"));
 }
