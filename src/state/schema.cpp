@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "gpuexpand/util/text_diff.hpp"
 #include "sqlite_helpers.hpp"
 
 #include "store_support.hpp"
@@ -164,13 +165,8 @@ Result<std::string> first_damage(sqlite3* db) {
   // One line for the operator: SQLite's "*** in database main ***" header
   // names the only database there is, and its lines become "; ".
   std::string line;
-  size_t from = 0;
-  while (from <= said.size()) {
-    size_t to = said.find('\n', from);
-    if (to == std::string::npos) to = said.size();
-    const std::string part = said.substr(from, to - from);
+  for (const auto& part : text_lines(said)) {
     if (!part.empty() && part != "*** in database main ***") line += (line.empty() ? "" : "; ") + part;
-    from = to + 1;
   }
   return line.empty() ? said : line;
 }

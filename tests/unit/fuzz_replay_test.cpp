@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../fuzz/fuzz_support.hpp"
+#include "golden_frame.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand {
@@ -31,16 +32,6 @@ std::vector<fs::path> files_under(const std::string& relative) {
   return files;
 }
 
-// A golden (tests/golden) is "exit N", "--- stdout", the output, "--- stderr"...:
-// its output alone, as scripts/fuzz seeds the corpus with it.
-std::string without_golden_frame(const std::string& text) {
-  const std::string open = "--- stdout\n", close = "--- stderr\n";
-  const size_t begin = text.find(open);
-  if (!text.starts_with("exit ") || begin == std::string::npos) return text;
-  const size_t end = text.find(close, begin);
-  return text.substr(begin + open.size(), end == std::string::npos ? std::string::npos : end - begin - open.size());
-}
-
 // Runs every file under each folder through `one`; returns how many.
 size_t replay(const OneInput& one, const std::vector<std::string>& folders, const std::string& name_pattern = ".*") {
   const std::regex wanted(name_pattern);
@@ -51,7 +42,7 @@ size_t replay(const OneInput& one, const std::vector<std::string>& folders, cons
       std::ifstream in(path, std::ios::binary);
       std::stringstream text;
       text << in.rdbuf();
-      const std::string input = without_golden_frame(text.str());
+      const std::string input = testing::golden_stdout(text.str());
       SCOPED_TRACE(path.string());
       EXPECT_EQ(one(reinterpret_cast<const uint8_t*>(input.data()), input.size()), 0);
       ++count;

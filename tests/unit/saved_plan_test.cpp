@@ -6,6 +6,7 @@
 
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/plan/saved_plan.hpp"
+#include "golden_frame.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand::testing {
@@ -14,9 +15,7 @@ namespace {
 using nlohmann::json;
 
 std::string golden_plan(const std::string& name) {
-  const std::string text = read_source_file("tests/golden/plan-" + name + ".json.txt");
-  const size_t begin = text.find("--- stdout\n") + 11;
-  return text.substr(begin, text.find("--- stderr\n") - begin);
+  return golden_stdout(read_source_file("tests/golden/plan-" + name + ".json.txt"));
 }
 
 TEST(SavedPlan, EveryPlanThePlannerWritesIsReadBack) {
