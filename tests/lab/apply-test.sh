@@ -371,8 +371,12 @@ killed_run=$(sqlite3 "$state" "select max(id) from runs")
 gxrun --data-dir "$work" apply -y "$work/mtu.yaml" --limit node-04 --state "$state"
 check "SIGKILL mid-step, then apply: exit 0" test "$rc" -eq 0
 check "  it resumes the killed run" grep -q "run $killed_run (.*) was interrupted and its process is gone" <<<"$out"
-check "  only the interrupted phase is done again (no finished phase redone)" \
-  test "$(sqlite3 "$state" "select group_concat(phase) from phase_results where run_id = (select max(id) from runs)")" = storage
+# The killed controller's step goes on on the node (no terminal: sshd
+# does not stop it) and may finish before the new run's probe: then the
+# node has nothing left to change, which is right too. Never another phase.
+redone=$(sqlite3 "$state" "select coalesce(group_concat(phase), '') from phase_results where run_id = (select max(id) from runs)")
+check "  only the interrupted phase is done again, if anything (no finished phase redone): '$redone'" \
+  test "$redone" = storage -o "$redone" = ""
 check "  the step completed" on node-04 there "test -e /var/lib/gpuexpand-test/slow-done && echo there || echo gone"
 check "  store consistent" test "$(sqlite3 "$state" 'pragma integrity_check')" = ok
 
