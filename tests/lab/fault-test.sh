@@ -101,10 +101,11 @@ row_link_slowed() {
 
 # ---------------------------------------------------------------- sshd restarted mid-run
 row_sshd_restart() {
+  work_for node-05 2
   work_for node-06 4
   sshd_pid() { sshn node-06 "systemctl show -p MainPID --value ssh"; }
   before=$(sshd_pid)
-  in_background "$work/sshd.log" "$work/fault.yaml" --limit node-06
+  in_background "$work/sshd.log" "$work/fault.yaml" --limit "$nodes"
   check "sshd restart: the slow step started" eventually 60 slow_started node-06
   sshn node-06 "systemctl restart ssh"
   wait "$victim"
@@ -113,6 +114,7 @@ row_sshd_restart() {
   check "sshd restarted mid-step: exit 0 (the session outlives the listener)" test "$rc" -eq 0
   check "  sshd was restarted" test "$(sshd_pid)" != "$before"
   check "  node-06 completed" step_done node-06
+  check "  node-05 completed (its sshd untouched)" step_done node-05
   check "  store consistent" store_ok "$state"
 }
 
@@ -181,10 +183,13 @@ row_write_cut() {
     for i in $(seq 1 8192); do printf '      line %05d of a big configuration file, 64 bytes each..........\n' "$i"; done
   } >>"$big/playbooks/40-storage.yaml"
   spec_with "$work/write-cut.yaml" '.ssh.connect_timeout = 5 | .ssh.keepalive_interval = 2 | .ssh.command_timeout = 30'
-  work_for node-06
-  sshn node-06 "mkdir -p /var/lib/gpuexpand-test && printf 'before\n' >$target"
+  local n
+  for n in node-05 node-06; do
+    work_for "$n"
+    sshn "$n" "mkdir -p /var/lib/gpuexpand-test && printf 'before\n' >$target"
+  done
   "$lab" slow node-06 80ms >/dev/null
-  "$gx" --data-dir "$big" apply -y "$work/write-cut.yaml" --until storage --limit node-06 --state "$state" >"$work/write-cut.log" 2>&1 &
+  "$gx" --data-dir "$big" apply -y "$work/write-cut.yaml" --until storage --limit "$nodes" --state "$state" >"$work/write-cut.log" 2>&1 &
   victim=$!
   partial() { [[ $(sshn node-06 "cat /var/lib/gpuexpand-test/.gpuexpand.* 2>/dev/null | wc -c") -gt 0 ]]; }
   check "write cut: the temp file is being written" eventually 60 partial
@@ -197,12 +202,14 @@ row_write_cut() {
   check "link cut mid-content: exit 3" test "$rc" -eq 3
   check "  the lost connection is named" grep -q "node-06: phase storage, step big-file-for-tests: .*connection lost" "$work/write-cut.log"
   check "  the file is the old one, whole" on node-06 before "cat $target"
+  check "  node-05 (its link untouched) has the new one, whole" on node-05 "8192 $((8192 * 64))" "echo \$(wc -l <$target) \$(wc -c <$target)"
   no_temp() { [[ -z $(sshn node-06 "ls -A /var/lib/gpuexpand-test | grep '^[.]gpuexpand[.]'") ]]; }
   check "  at the command's limit the waiting write stops and its temp file goes" eventually 60 no_temp
   check "  store consistent" store_ok "$state"
   gxrun --data-dir "$big" apply -y "$work/write-cut.yaml" --until storage --limit node-06 --state "$state"
   check "  healed, the next apply converges (exit 0)" test "$rc" -eq 0
   check "  and writes the file whole" on node-06 "8192 $((8192 * 64))" "echo \$(wc -l <$target) \$(wc -c <$target)"
+  sshn node-05 "rm -f $target"
   sshn node-06 "rm -f $target"
 }
 
@@ -254,11 +261,12 @@ row_disk_full() {
   spec_with "$work/nccl.yaml" --arg level "$level" '.ssh.connect_timeout = 5 | .defaults.network.nccl.env = {NCCL_DEBUG: $level}'
   before=$(sshn node-06 "sha256sum /etc/nccl.conf 2>&1")
   "$lab" fill node-06 >/dev/null
-  gxrun apply -y "$work/nccl.yaml" --limit node-06 --until rdma --state "$state"
+  gxrun apply -y "$work/nccl.yaml" --limit "$nodes" --until rdma --state "$state"
   "$lab" unfill node-06 >/dev/null
   check "disk full: exit 3" test "$rc" -eq 3
   check "  the message says the disk is full" grep -q "node-06: phase rdma: .*no space left on device" <<<"$out"
   check "  /etc/nccl.conf as it was" on node-06 "$before" "sha256sum /etc/nccl.conf 2>&1"
+  check "  node-05 (its disk has room) has the new setting" on node-05 "NCCL_DEBUG=$level" "grep NCCL_DEBUG /etc/nccl.conf"
   check "  store consistent" store_ok "$state"
   gxrun apply -y "$work/nccl.yaml" --limit node-06 --until rdma --state "$state"
   check "  with room again, the next apply converges (exit 0)" test "$rc" -eq 0
