@@ -340,6 +340,15 @@ class NodeDoctor {
       warning("scheduler", "drained in Slurm (" + state + ")" + because,
               "after the fix: scontrol update nodename=" + node_.name + " state=resume");
     }
+    // Every job holds at least one CPU, so ALLOCATED with none held is a
+    // job's end Slurm lost track of (22.05: a job across a reconfigure on
+    // dynamic nodes). The node shows busy until slurmctld starts again.
+    if (state.rfind("ALLOCATED", 0) == 0 && number(slurm, "cpus_allocated", -1) == 0) {
+      warning("scheduler", "Slurm has the node " + state + " with no CPU allocated: a job's end it lost track of",
+              "squeue -w " + node_.name +
+                  " (no job on it?); then, with no job running there, systemctl restart slurmctld on the controller "
+                  "(docs/troubleshooting.md)");
+    }
     // RealMemory above what the node has: slurmd registers with less, and
     // Slurm drains the node ("Low RealMemory") and jobs never land on it.
     const long long real_memory = number(slurm, "real_memory_mb", -1), memory = number(facts_, "memory_mib", -1);

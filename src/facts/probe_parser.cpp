@@ -367,6 +367,9 @@ json slurm_facts(const std::string& active, const std::string& node_line) {
   if (auto memory = field("RealMemory")) {
     if (auto mb = to_number<long long>(*memory)) slurm["real_memory_mb"] = *mb;
   }
+  if (auto cpus = field("CPUAlloc")) {
+    if (auto n = to_number<long long>(*cpus)) slurm["cpus_allocated"] = *n;
+  }
   return slurm;
 }
 

@@ -232,6 +232,24 @@ TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
                                                   "[slurm@2026-11-30T05:56:41]"}));
 }
 
+TEST_F(DoctorTest, AnAllocationSlurmLostIsNamedWithHowToClearIt) {
+  // As the lab's controller had node-05 after a reconfigure 20 ms into a
+  // job (tests/fixtures/slurm/scontrol-show-node-lost-allocation.txt).
+  facts_["scheduler"]["slurm"]["node_state"] = "ALLOCATED+DYNAMIC_NORM";
+  facts_["scheduler"]["slurm"]["cpus_allocated"] = 0;
+  EXPECT_EQ(findings(), (std::vector<std::string>{"warn scheduler: Slurm has the node ALLOCATED+DYNAMIC_NORM with no CPU "
+                                                  "allocated: a job's end it lost track of"}));
+  EXPECT_NE(next_of("scheduler").find("squeue -w node-01 (no job on it?); then, with no job running there, systemctl "
+                                      "restart slurmctld"),
+            std::string::npos);
+  // A job holding CPUs, or a node completing one (its CPUs already given back): nothing to say.
+  facts_["scheduler"]["slurm"]["cpus_allocated"] = 2;
+  EXPECT_TRUE(findings().empty());
+  facts_["scheduler"]["slurm"]["node_state"] = "COMPLETING+DYNAMIC_NORM";
+  facts_["scheduler"]["slurm"]["cpus_allocated"] = 0;
+  EXPECT_TRUE(findings().empty());
+}
+
 TEST_F(DoctorTest, NcclSettingsAndTheDevicesTheyName) {
   json settings = *spec_->nodes.front().settings;
   settings["network"]["nccl"] = {{"env", {{"NCCL_SOCKET_IFNAME", "ib0"}, {"NCCL_IB_HCA", "mlx5_0:1"}, {"NCCL_DEBUG", "WARN"}}},

@@ -342,6 +342,7 @@ TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   EXPECT_EQ(idle["features"], json::parse(R"(["h200","lab"])"));
   EXPECT_EQ(idle["gres"], "gpu:8");
   EXPECT_EQ(idle["real_memory_mb"], 24105);
+  EXPECT_EQ(idle["cpus_allocated"], 0);
   EXPECT_FALSE(idle.contains("reason"));
   json drained = slurm_of("scontrol-show-node-drained-reserved.txt");
   EXPECT_EQ(drained["node_state"], "IDLE+DRAIN+DYNAMIC_NORM+MAINTENANCE+RESERVED");
@@ -352,6 +353,9 @@ TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   json down = slurm_of("scontrol-show-node-down.txt");
   EXPECT_EQ(down["node_state"], "DOWN+DYNAMIC_NORM+NOT_RESPONDING");
   EXPECT_EQ(down["reason"], "Not responding [slurm@2026-11-30T05:56:41]");
+  json lost = slurm_of("scontrol-show-node-lost-allocation.txt");
+  EXPECT_EQ(lost["node_state"], "ALLOCATED+DYNAMIC_NORM");
+  EXPECT_EQ(lost["cpus_allocated"], 0) << "allocated, and no CPU held: doctor's lost allocation";
   json missing = slurm_of("scontrol-show-node-missing.txt");
   EXPECT_EQ(missing["registered"], false) << "the controller answered: not present";
   EXPECT_TRUE(missing["node_state"].is_null());
