@@ -23,6 +23,7 @@
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/transport/passphrase.hpp"
 #include "gpuexpand/transport/ssh_runner.hpp"
+#include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 #include "local_sshd.hpp"
 
@@ -338,6 +339,39 @@ TEST_F(SshBastionTest, TargetHostKeyMismatchIsRefused) {
       << results[0].message;
   EXPECT_TRUE(results[0].out.empty());
   EXPECT_TRUE(results[1].ok()) << results[1].message;
+}
+
+// A key marked @revoked, for a target behind the bastion and for the
+// bastion itself: refused, --accept-new-host-keys notwithstanding. (The
+// bastion and the targets are one sshd here, told apart by the name.)
+TEST_F(SshBastionTest, ARevokedKeyIsRefusedForATargetAndForTheBastion) {
+  std::istringstream host_key(sshd_->host_public_key());
+  std::string type, blob;
+  host_key >> type >> blob;
+  const std::string fingerprint = ssh_fingerprint(*base64_decode(blob));
+  auto o = options();
+  o.accept_new_host_keys = true;
+  o.known_hosts = sshd_->dir() + "/revoked_target_known_hosts";
+  std::ofstream(o.known_hosts) << read_file(known_hosts_) << "@revoked [localhost]:" << port() << " " << type << " "
+                               << blob << "\n";
+  auto results = run_all({target("t0", "localhost"), target("t1")}, o, "echo reached");
+  EXPECT_EQ(results[0].failure, FailureKind::HostKeyChanged);
+  EXPECT_EQ(results[0].message,
+            "t0 (localhost): the host key " + fingerprint + " is marked @revoked in " + o.known_hosts);
+  EXPECT_TRUE(results[0].out.empty());
+  EXPECT_TRUE(results[1].ok()) << "the bastion's own name is not revoked: " << results[1].message;
+  EXPECT_EQ(count_of(read_file(o.known_hosts), "[localhost]:"), 1u) << "nothing learned for the revoked name";
+
+  o.known_hosts = sshd_->dir() + "/revoked_bastion_known_hosts";
+  std::ofstream(o.known_hosts) << read_file(known_hosts_) << "[localhost]:" << port() << " " << type << " " << blob
+                               << "\n@revoked [127.0.0.1]:" << port() << " " << type << " " << blob << "\n";
+  results = run_all({target("t0", "localhost"), target("t1", "localhost")}, o, "echo reached");
+  for (size_t i = 0; i < results.size(); ++i) {
+    EXPECT_EQ(results[i].failure, FailureKind::HostKeyChanged);
+    EXPECT_EQ(results[i].message, "t" + std::to_string(i) + " (localhost): via bastion 127.0.0.1: the host key " +
+                                      fingerprint + " is marked @revoked in " + o.known_hosts);
+    EXPECT_TRUE(results[i].out.empty());
+  }
 }
 
 TEST_F(SshBastionTest, BastionRefusingConnectionsFailsEveryTarget) {
