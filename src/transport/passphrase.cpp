@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "gpuexpand/util/base64.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
 
@@ -29,6 +31,17 @@ void write_all(int fd, std::string_view text) {
 }
 
 }  // namespace
+
+std::optional<std::string> encrypted_key_cost_note(const std::string& key_path, size_t logins) {
+  constexpr size_t kWorthSaying = 20;
+  constexpr double kSecondsPerLogin = 0.2;
+  if (logins < kWorthSaying) return std::nullopt;
+  const long seconds = std::lround(static_cast<double>(logins) * kSecondsPerLogin);
+  return "the key " + key_path + " is encrypted: libssh2 decrypts it again at every login, about " +
+         std::to_string(static_cast<int>(kSecondsPerLogin * 1000)) + " ms of CPU each (" + std::to_string(logins) +
+         " logins: about " + std::to_string(seconds) + " s); to decrypt it once, load it into ssh-agent (ssh-add " +
+         shell_quote(key_path) + ") and leave ssh.identity_file out";
+}
 
 Result<bool> key_file_is_encrypted(const std::string& key_path) {
   std::ifstream in(key_path);

@@ -386,6 +386,18 @@ TEST(Passphrase, EncryptedKeysAreDetected) {
   EXPECT_FALSE(key_file_is_encrypted(d + "plain_ed.pub").ok()) << "a public key is not a private key";
 }
 
+// libssh2 decrypts an encrypted key at every login: 0.21 s of CPU each on
+// the CI machine kind (docs/benchmarks.md), so at a fleet's size say so.
+TEST(Passphrase, AnEncryptedKeysCostIsSaidFromTwentyLoginsOn) {
+  EXPECT_FALSE(encrypted_key_cost_note("/k", 19));
+  EXPECT_EQ(encrypted_key_cost_note("/k", 1000),
+            "the key /k is encrypted: libssh2 decrypts it again at every login, about 200 ms of CPU each (1000 "
+            "logins: about 200 s); to decrypt it once, load it into ssh-agent (ssh-add /k) and leave "
+            "ssh.identity_file out");
+  EXPECT_NE(encrypted_key_cost_note("/k", 20)->find("(20 logins: about 4 s)"), std::string::npos);
+  EXPECT_NE(encrypted_key_cost_note("/my keys/id", 20)->find("(ssh-add '/my keys/id')"), std::string::npos);
+}
+
 TEST(Passphrase, PromptReadsOneLineWithEchoOff) {
   int master = -1, slave = -1;
   if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) GTEST_SKIP() << "no pseudo-terminal";
