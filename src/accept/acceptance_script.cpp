@@ -232,10 +232,12 @@ std::string acceptance_script(const json& settings, const PingPeers& peers, Acce
     } else {
       s += "out=''; how=''\n";
       if (const std::string r = text(c, "pyxis_reservation"); !r.empty()) {
-        // A job on this node asking for its GPUs, in a container pyxis starts.
+        // A job on this node asking for its GPUs, in a container pyxis starts
+        // (named as gpuexpand's jobs are: the scheduler playbook waits for
+        // them before it reconfigures slurmctld).
         s += "if command -v srun >/dev/null 2>&1; then how='Slurm job (pyxis)'; out=$(timeout " + limit +
              " srun -Q --reservation=" + q(r) + " -w \"$N\" -N 1 --gres=gpu:" + std::to_string(count) +
-             " --container-image=" + q(image) + " nvidia-smi -L 2>&1)\nel";
+             " -J gpuexpand-acceptance --container-image=" + q(image) + " nvidia-smi -L 2>&1)\nel";
       }
       s += "if [ " + q(text(c, "runtime")) + " = docker ] && command -v docker >/dev/null 2>&1; then how=docker; "
            "out=$(timeout " + limit + " docker run --rm --runtime=nvidia --gpus all " + q(image) + " nvidia-smi -L 2>&1)\n";

@@ -267,7 +267,7 @@ TEST_F(AcceptanceScript, AContainerSeesTheGpus) {
   // With pyxis: a job on the node, in its acceptance reservation, asking for its GPUs.
   json pyxis = settings_for("containerd", image);
   pyxis["container"]["pyxis_reservation"] = "gpuexpand-accept-node-01";
-  tool("srun", "[ \"$*\" = '-Q --reservation=gpuexpand-accept-node-01 -w node-01 -N 1 --gres=gpu:8 --container-image=" + image +
+  tool("srun", "[ \"$*\" = '-Q --reservation=gpuexpand-accept-node-01 -w node-01 -N 1 --gres=gpu:8 -J gpuexpand-acceptance --container-image=" + image +
                    " nvidia-smi -L' ] || exit 1; " + eight);
   EXPECT_EQ(check(pyxis), "container=pass: a Slurm job (pyxis) container sees 8 GPUs (" + image + ")\n");
   std::system(("rm -f " + shell_quote(dir_ + "/bin/podman")).c_str());
