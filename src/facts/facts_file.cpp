@@ -29,6 +29,14 @@ Result<FactsByNode> parse_facts_file(const std::string& text, const std::string&
     }
     return make_error(file + ":" + std::to_string(line) + ":" + std::to_string(column > 1 ? column - 1 : 1) +
                       ": not valid JSON: " + what);
+  } catch (const nlohmann::json::exception& e) {
+    // A number JSON allows and a double cannot hold ("1E99999") is
+    // out_of_range, not a parse_error, and carries no position.
+    std::string what = e.what();
+    if (auto end = what.find("] "); what.rfind("[json.exception.", 0) == 0 && end != std::string::npos) {
+      what = what.substr(end + 2);
+    }
+    return make_error(file + ": not valid JSON: " + what);
   }
   std::string errors;
   for (const auto& message : file_schema.validate_json(document)) errors += "\n" + file + ": " + message;

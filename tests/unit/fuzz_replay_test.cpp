@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "../fuzz/fuzz_support.hpp"
+#include "gpuexpand/facts/facts_file.hpp"
 #include "golden_frame.hpp"
 #include "test_support.hpp"
 
@@ -69,6 +70,17 @@ TEST(FuzzReplay, ToolOutputSeedsAndRegressions) {
 
 TEST(FuzzReplay, FactsFileSeedsAndRegressions) {
   EXPECT_GE(replay(fuzz::one_facts_file, {"tests/fixtures/facts", "tests/fuzz/regressions/facts_file"}), 4u);
+}
+
+// fuzz_facts_file, 2026-12-06: a number no double holds threw
+// json::out_of_range past the parse_error handler (a crash, not a refusal).
+TEST(FuzzReplay, AFactsFileNumberNoDoubleHoldsIsRefusedNamingTheFile) {
+  std::ifstream in(testing::source_path("tests/fuzz/regressions/facts_file/number-overflow-minimal.json"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto parsed = parse_facts_file(text.str(), "f.json", fuzz::schema("facts-file"), fuzz::schema("facts"));
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message, "f.json: not valid JSON: number overflow parsing '4E12316860416'");
 }
 
 TEST(FuzzReplay, SavedPlanSeedsAndRegressions) {
