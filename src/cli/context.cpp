@@ -164,9 +164,10 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
   std::map<std::string, size_t> logins_by_key;
   for (const auto& r : options.routes) ++logins_by_key[r.identity_file.empty() ? options.identity_file : r.identity_file];
   for (const auto& [key, logins] : logins_by_key) {
-    if (key.empty()) continue;
-    if (auto encrypted = key_file_is_encrypted(key); !encrypted || !*encrypted) continue;
-    if (auto note = encrypted_key_cost_note(key, logins)) spdlog::warn("{}", *note);
+    // The note first: below its threshold the key file is not read at all.
+    auto note = key.empty() ? std::nullopt : encrypted_key_cost_note(key, logins);
+    if (!note) continue;
+    if (auto encrypted = key_file_is_encrypted(key); encrypted && *encrypted) spdlog::warn("{}", *note);
   }
   options.accept_new_host_keys = overrides.accept_new_host_keys;
   options.become_sudo = ssh.become == "sudo";
