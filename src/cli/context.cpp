@@ -111,6 +111,48 @@ void add_ssh_options(CLI::App& command, SshOverrides& overrides) {
                    "Record host keys of nodes not in known_hosts (trust on first use); a changed key is still refused");
 }
 
+namespace {
+
+// Encrypted keys that will log in more than once are decrypted once, by an
+// ssh-agent of this run's own (private_agent.hpp): libssh2 would decrypt
+// them again at every login, 0.2 s of CPU each. Where that agent cannot
+// start, every login decrypts, as before, and from 20 logins on the
+// warning says what that costs.
+void start_private_agent(SshRunnerOptions& options) {
+  std::map<std::string, size_t> logins_by_key;
+  for (const auto& r : options.routes) {
+    ++logins_by_key[r.identity_file.empty() ? options.identity_file : r.identity_file];
+    if (r.bastion) ++logins_by_key[r.bastion_identity_file.empty() ? options.identity_file : r.bastion_identity_file];
+  }
+  if (options.bastion) ++logins_by_key[options.identity_file];
+  std::vector<PrivateAgent::Key> encrypted;
+  size_t logins = 0;
+  for (const auto& [key, count] : logins_by_key) {
+    if (key.empty()) continue;
+    if (auto is = key_file_is_encrypted(key); !is || !*is) continue;
+    const auto own = options.passphrases.find(key);
+    encrypted.push_back({key, own != options.passphrases.end() ? own->second : options.passphrase});
+    logins += count;
+  }
+  if (encrypted.empty() || logins < 2) return;
+  auto agent = PrivateAgent::start(encrypted);
+  if (agent) {
+    spdlog::debug("{} encrypted key(s) decrypted once, into an ssh-agent of this run's own ({}), for {} logins",
+                  encrypted.size(), (*agent)->socket_path(), logins);
+    options.agent = std::move(agent.value());
+    return;
+  }
+  for (const auto& key : encrypted) {
+    if (auto note = encrypted_key_cost_note(key.path, logins_by_key[key.path])) {
+      spdlog::warn("{} (this run could not start an ssh-agent of its own: {})", *note, agent.error().message);
+    } else {
+      spdlog::debug("no ssh-agent of this run's own: {}", agent.error().message);
+    }
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                                                const SshOverrides& overrides,
                                                std::function<void(const AuditRecord&)> audit) {
@@ -160,15 +202,7 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
       }
     }
   }
-  // An encrypted key at scale: say what it costs, and what does not.
-  std::map<std::string, size_t> logins_by_key;
-  for (const auto& r : options.routes) ++logins_by_key[r.identity_file.empty() ? options.identity_file : r.identity_file];
-  for (const auto& [key, logins] : logins_by_key) {
-    // The note first: below its threshold the key file is not read at all.
-    auto note = key.empty() ? std::nullopt : encrypted_key_cost_note(key, logins);
-    if (!note) continue;
-    if (auto encrypted = key_file_is_encrypted(key); encrypted && *encrypted) spdlog::warn("{}", *note);
-  }
+  start_private_agent(options);
   options.accept_new_host_keys = overrides.accept_new_host_keys;
   options.become_sudo = ssh.become == "sudo";
   options.connect_timeout = std::chrono::seconds(ssh.connect_timeout_s);

@@ -1,5 +1,7 @@
 #include "ssh_runner_impl.hpp"
 
+#include <cstring>
+
 namespace gpuexpand {
 
 void SshRunner::Impl::start_connect(Connection& c) {
@@ -191,7 +193,10 @@ void SshRunner::Impl::step_authenticating(Connection& c) {
   const std::string& user = c.endpoint.user;
   const auto user_length = static_cast<unsigned>(user.size());
   int rc = 0;
-  if (!c.identity_file.empty()) {
+  // A key this run's own agent holds signs there: decrypted once, not at
+  // every login (private_agent.hpp).
+  const bool through_private_agent = options.agent && options.agent->holds(c.identity_file);
+  if (!c.identity_file.empty() && !through_private_agent) {
     rc = libssh2_userauth_publickey_fromfile_ex(c.session, user.c_str(), user_length, nullptr,
                                                 c.identity_file.c_str(),
                                                 c.passphrase.empty() ? nullptr : c.passphrase.c_str());
@@ -210,24 +215,49 @@ void SshRunner::Impl::step_authenticating(Connection& c) {
   c.stage = Stage::Ready;
 }
 
+namespace {
+
+// The next identity after `previous` (nullptr: the first) whose public key
+// is `blob`, or any when `blob` is empty. 0, 1 when none is left, or <0.
+int next_identity(LIBSSH2_AGENT* agent, libssh2_agent_publickey** identity, libssh2_agent_publickey* previous,
+                  const std::string& blob) {
+  for (;;) {
+    const int rc = libssh2_agent_get_identity(agent, identity, previous);
+    if (rc != 0 || blob.empty()) return rc;
+    if ((*identity)->blob_len == blob.size() && std::memcmp((*identity)->blob, blob.data(), blob.size()) == 0) return 0;
+    previous = *identity;
+  }
+}
+
+}  // namespace
+
 int SshRunner::Impl::authenticate_with_agent(Connection& c) {
+  // The run's own agent for a key it holds: that key only. Otherwise the
+  // operator's (SSH_AUTH_SOCK), every key it offers in turn.
+  const bool private_agent = options.agent && options.agent->holds(c.identity_file);
+  const std::string blob = private_agent ? options.agent->public_blob(c.identity_file) : std::string();
   if (!c.agent) {
     c.agent = libssh2_agent_init(c.session);
+    if (c.agent && private_agent) libssh2_agent_set_identity_path(c.agent, options.agent->socket_path().c_str());
     if (!c.agent || libssh2_agent_connect(c.agent) != 0 || libssh2_agent_list_identities(c.agent) != 0) {
       return LIBSSH2_ERROR_AGENT_PROTOCOL;
     }
-    if (libssh2_agent_get_identity(c.agent, &c.agent_identity, nullptr) != 0) return LIBSSH2_ERROR_AGENT_PROTOCOL;
+    if (next_identity(c.agent, &c.agent_identity, nullptr, blob) != 0) return LIBSSH2_ERROR_AGENT_PROTOCOL;
   }
   for (;;) {
     const int rc = libssh2_agent_userauth(c.agent, c.endpoint.user.c_str(), c.agent_identity);
     if (rc == 0 || rc == LIBSSH2_ERROR_EAGAIN) return rc;
     libssh2_agent_publickey* previous = c.agent_identity;
-    if (libssh2_agent_get_identity(c.agent, &c.agent_identity, previous) != 0) return rc;
+    if (next_identity(c.agent, &c.agent_identity, previous, blob) != 0) return rc;
   }
 }
 
 std::string SshRunner::Impl::auth_failure_message(Connection& c, int rc) {
   const std::string base = who(c) + ": authentication as " + c.endpoint.user + " failed: ";
+  if (options.agent && options.agent->holds(c.identity_file) && rc == LIBSSH2_ERROR_AGENT_PROTOCOL) {
+    return base + "the ssh-agent this run started for the key " + c.identity_file + " did not answer (" +
+           options.agent->socket_path() + ")";
+  }
   if (c.identity_file.empty()) {
     return base + (rc == LIBSSH2_ERROR_AGENT_PROTOCOL ? "no identity_file and no usable ssh-agent"
                                                       : "the agent's keys were refused");

@@ -7,14 +7,18 @@
 
 #include <gtest/gtest.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -22,6 +26,7 @@
 
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/transport/passphrase.hpp"
+#include "gpuexpand/transport/private_agent.hpp"
 #include "gpuexpand/transport/ssh_runner.hpp"
 #include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -569,6 +574,117 @@ TEST_F(SshKeysTest, AgentDirectAndThroughTheBastion) {
   ASSERT_EQ(added, 0);
   for (const auto& r : through) EXPECT_TRUE(r.ok()) << r.message;
   EXPECT_TRUE(direct[0].ok()) << direct[0].message;
+}
+
+
+// ---------------------------------------------------------------- the run's own agent
+
+// Whether process `pid` is gone (not ours to wait for: ssh-agent's own fork).
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    ::usleep(50'000);
+  }
+  return false;
+}
+
+std::string public_blob_of(const std::string& key) {
+  std::istringstream line(read_file(key + ".pub"));
+  std::string type, base64;
+  line >> type >> base64;
+  return base64_decode(base64).value_or("");
+}
+
+TEST_F(SshKeysTest, TheRunsOwnAgentDecryptsOnceAndEveryLoginSignsThroughIt) {
+  const std::string ed = authorized_key("own_agent_ed25519", "ed25519", "first phrase");
+  const std::string ec = authorized_key("own_agent_ecdsa", "ecdsa", "second phrase");
+  auto started = PrivateAgent::start({{ed, "first phrase"}, {ec, "second phrase"}});
+  ASSERT_TRUE(started) << started.error().message;
+  std::shared_ptr<const PrivateAgent> agent = std::move(started.value());
+  EXPECT_TRUE(agent->holds(ed));
+  EXPECT_FALSE(agent->holds(sshd_->client_key()));
+  EXPECT_EQ(agent->public_blob(ed), public_blob_of(ed));
+  EXPECT_EQ(agent->public_blob(ec), public_blob_of(ec));
+  struct stat dir {};
+  ASSERT_EQ(::stat(agent->socket_path().substr(0, agent->socket_path().rfind('/')).c_str(), &dir), 0);
+  EXPECT_EQ(dir.st_mode & 0777, 0700u);
+  EXPECT_EQ(testing::shell("SSH_AUTH_SOCK=" + agent->socket_path() + " ssh-add -l | grep -c SHA256 | grep -qx 2"), 0);
+
+  // The key files gone: a login can only sign through the agent now.
+  for (const auto& key : {ed, ec}) ASSERT_EQ(::rename(key.c_str(), (key + ".away").c_str()), 0);
+  auto o = options();
+  o.identity_file = ed;  // the bastion's key too
+  o.agent = agent;
+  o.routes.resize(2);
+  o.routes[1].identity_file = ec;
+  auto through = run_all({target("t0"), target("t1")}, o, "echo hi");
+  o.bastion.reset();
+  auto direct = run_all({target("t0"), target("t1")}, o, "echo hi");
+  o.agent.reset();
+  auto without = run_all({target("t0")}, o, "true");
+  for (const auto& key : {ed, ec}) ::rename((key + ".away").c_str(), key.c_str());
+  for (const auto& r : through) EXPECT_TRUE(r.ok()) << r.message;
+  for (const auto& r : direct) EXPECT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(without[0].failure, FailureKind::AuthFailed) << "the file is gone: only the agent could sign";
+
+  const pid_t pid = agent->agent_pid();
+  const std::string socket = agent->socket_path();
+  agent.reset();
+  EXPECT_TRUE(gone_within(pid, std::chrono::seconds(5))) << "ssh-agent " << pid << " still runs";
+  EXPECT_NE(::access(socket.substr(0, socket.rfind('/')).c_str(), F_OK), 0) << "its directory is left";
+}
+
+TEST_F(SshKeysTest, AWrongPassphraseForTheRunsOwnAgentNamesTheKeyAndLeavesNothing) {
+  const std::string ed = authorized_key("own_agent_wrong", "ed25519", "the phrase");
+  const std::string tmp = sshd_->dir() + "/tmp-wrong";
+  ASSERT_EQ(::mkdir(tmp.c_str(), 0700), 0);
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  auto started = PrivateAgent::start({{ed, "not the phrase"}});
+  saved ? ::setenv("TMPDIR", saved_value.c_str(), 1) : ::unsetenv("TMPDIR");
+  ASSERT_FALSE(started);
+  EXPECT_EQ(started.error().message.rfind("ssh-add could not load " + ed + " (a wrong passphrase?)", 0), 0u)
+      << started.error().message;
+  EXPECT_EQ(::rmdir(tmp.c_str()), 0) << "something was left in " << tmp;
+  // ([s]: not the shell running pgrep, whose own command line holds the words)
+  EXPECT_EQ(testing::shell("for i in $(seq 40); do pgrep -f '[s]sh-agent -a " + tmp +
+                           "' >/dev/null || exit 0; sleep 0.05; done; exit 1"),
+            0)
+      << "an ssh-agent was left running";
+}
+
+TEST_F(SshKeysTest, TheRunsOwnAgentEndsWhenGpuexpandIsKilled) {
+  const std::string ed = authorized_key("own_agent_killed", "ed25519", "the phrase");
+  int report[2];
+  ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
+  const pid_t run = ::fork();
+  ASSERT_GE(run, 0);
+  if (run == 0) {  // stands for gpuexpand: starts the agent, then is SIGKILLed
+    ::close(report[0]);
+    auto started = PrivateAgent::start({{ed, "the phrase"}});
+    const std::string line = started ? std::to_string((*started)->agent_pid()) + " " + (*started)->socket_path() : "0 -";
+    (void)!::write(report[1], line.data(), line.size());
+    ::close(report[1]);
+    for (;;) ::pause();
+  }
+  ::close(report[1]);
+  std::string line;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(report[0], buffer, sizeof buffer)) > 0;) line.append(buffer, static_cast<size_t>(n));
+  ::close(report[0]);
+  ::kill(run, SIGKILL);
+  ::waitpid(run, nullptr, 0);
+  std::istringstream fields(line);
+  pid_t agent = 0;
+  std::string socket;
+  fields >> agent >> socket;
+  ASSERT_GT(agent, 0) << "the agent did not start";
+  // ssh-agent looks for its COMMAND every 10 s; that command ends with gpuexpand.
+  EXPECT_TRUE(gone_within(agent, std::chrono::seconds(15))) << "ssh-agent " << agent << " outlived the run";
+  EXPECT_NE(::access(socket.c_str(), F_OK), 0) << socket << " is left";
+  ::rmdir(socket.substr(0, socket.rfind('/')).c_str());
 }
 
 }  // namespace

@@ -18,10 +18,11 @@ namespace gpuexpand {
 Result<bool> key_file_is_encrypted(const std::string& key_path);
 
 // What an encrypted key costs at `logins` logins, when that is worth
-// saying (20 or more): libssh2 decrypts the key again at every login
+// saying (20 or more) and the run's own ssh-agent could not start
+// (private_agent.hpp): libssh2 decrypts the key again at every login
 // (bcrypt_pbkdf; 0.21 s of CPU a login on the 2-core CI machine kind,
-// bench/controller-memory with an encrypted key), where ssh-agent decrypts
-// it once. std::nullopt below that.
+// bench/controller-memory --encrypted-key), where ssh-agent decrypts it
+// once. std::nullopt below that.
 std::optional<std::string> encrypted_key_cost_note(const std::string& key_path, size_t logins);
 
 // Asks "Passphrase for KEY: " on stderr with echo off and reads one line

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuexpand/transport/private_agent.hpp"
 #include "gpuexpand/transport/runner.hpp"
 
 namespace gpuexpand {
@@ -66,6 +67,9 @@ struct SshRunnerOptions {
   // with a backoff between them (250 ms, 500 ms, … plus jitter).
   int handshake_attempts = 3;
   std::function<void(const AuditRecord&)> audit;  // every command run, when set
+  // Keys this agent holds log in through it (decrypted once), not from
+  // their files; the runner keeps it running until it is gone.
+  std::shared_ptr<const PrivateAgent> agent;
 };
 
 class SshRunner final : public CommandRunner {
