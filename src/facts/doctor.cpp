@@ -330,12 +330,21 @@ class NodeDoctor {
             "systemctl status slurmd; journalctl -u slurmd -n 50; munge -n | unmunge (the munge key and clock)");
     }
     const std::string state = text(slurm, "node_state");
+    const bool dynamic = text(at(want, "slurm"), "mode") != "static";
     // Slurm's own words for why it took the node out, as the controller has them.
     const std::string reason = text(slurm, "reason");
     const std::string because = reason.empty() ? "" : ": " + reason;
     if (state.find("DOWN") != std::string::npos || state.find("NOT_RESPONDING") != std::string::npos) {
       error("scheduler", "Slurm has the node " + state + because,
             "scontrol show node " + node_.name + "; is slurmd running and can it reach the controller?");
+    } else if (state.find("INVALID_REG") != std::string::npos) {
+      // Slurm refused what slurmd reported (less memory or fewer CPUs than
+      // the configuration): it refuses `state=resume` too.
+      error("scheduler", "Slurm refused the node's registration (" + state + ")" + because,
+            dynamic ? "a dynamic node keeps what it first registered with: gpuexpand apply --until scheduler registers "
+                      "it again (scontrol delete nodename=" + node_.name + ", then systemctl restart slurmd)"
+                    : "compare the controller's NodeName line for " + node_.name +
+                          " with slurmd -C on the node (scheduler.slurm.real_memory_mb, cpus)");
     } else if (state.find("DRAIN") != std::string::npos) {
       warning("scheduler", "drained in Slurm (" + state + ")" + because,
               "after the fix: scontrol update nodename=" + node_.name + " state=resume");
@@ -356,8 +365,11 @@ class NodeDoctor {
       error("scheduler",
             "Slurm expects RealMemory=" + std::to_string(real_memory) + " MB, the node has " + std::to_string(memory) +
                 " MiB: Slurm drains it (Low RealMemory)",
-            "set scheduler.slurm.real_memory_mb to at most what `slurmd -C` prints on the node, then gpuexpand apply "
-            "--until scheduler");
+            dynamic ? "slurmd's --conf set it at the node's first registration (systemctl cat slurmd; gpuexpand sets "
+                      "none for a dynamic node): gpuexpand apply --until scheduler writes its unit again and registers "
+                      "the node anew"
+                    : "set scheduler.slurm.real_memory_mb to at most what `slurmd -C` prints on the node, then "
+                      "gpuexpand apply --until scheduler");
     }
     if (at(slurm, "registered").is_boolean() && !at(slurm, "registered").get<bool>()) {
       warning("scheduler", "not registered with the Slurm controller", "gpuexpand apply --until scheduler");

@@ -12,10 +12,13 @@
 # is checked by its words and doctor's exit code; node-08 (in service)
 # stays without findings throughout.
 #
+# node-10 removed from the Slurm controller, then registered with a
+# RealMemory above its memory (Slurm refuses the registration), mended by
+# what doctor says to do.
+#
 # Not here, because one machine cannot be put into that state: clock skew
 # (every node shares the host's clock), the kernel's Xid lines (the kernel
-# log is the host's), a RealMemory above the node's memory:
-# tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
+# log is the host's): tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
 # from an ibstat stand-in printing a real capture (this kernel has no RDMA
 # subsystem), as the GPUs come from the nvidia-smi stand-in.
 #
@@ -181,6 +184,41 @@ doctor "$work/nccl-model.yaml" --limit node-10
 check "the spec's NCCL interface is not on the node: exit 3" test "$rc" -eq 3
 check "  named" has "  ERROR network: NCCL_SOCKET_IFNAME names ens108np0, which this node does not have"
 sshn node-10 "rm -f /etc/nccl.conf"
+
+# ---------------------------------------------------------------- Slurm's registration
+# node-10 gone from the controller while its slurmd runs (a controller
+# restored from an old state, an operator's `scontrol delete`).
+sshn ctl "scontrol delete nodename=node-10"
+doctor "$work/lab.yaml" --limit node-10
+check "not registered with the controller: a warning (exit 0)" test "$rc" -eq 0
+check "  named" has "  warn  scheduler: not registered with the Slurm controller"
+check "  next: the scheduler phase" grep -q "next: gpuexpand apply --until scheduler" <<<"$out"
+# slurmd's --conf edited by hand to a RealMemory above what the node has:
+# it registers with that, and Slurm refuses the registration (it drains
+# the node and refuses `state=resume`).
+big=$(($(awk '/^MemTotal:/ {print int($2 / 1024)}' /proc/meminfo) + 40000))
+sshn node-10 "sed -i 's/--conf \"Gres=/--conf \"RealMemory=$big Gres=/' /etc/systemd/system/slurmd.service.d/gpuexpand.conf &&
+  systemctl daemon-reload && systemctl restart slurmd"
+refused() { sshn ctl "scontrol show node node-10 -o" | grep -q ' State=[^ ]*INVALID_REG'; }
+check "  Slurm refuses node-10's registration (INVALID_REG)" eventually 20 refused
+doctor "$work/lab.yaml" --limit node-10
+check "a RealMemory the node does not have: exit 3" test "$rc" -eq 3
+check "  the refused registration, not just 'drained'" has "  ERROR scheduler: Slurm refused the node's registration (UNKNOWN+DRAIN+DYNAMIC_NORM+INVALID_REG)"
+check "  the memory, Slurm's against the node's" \
+  has_like "^  ERROR scheduler: Slurm expects RealMemory=$big MB, the node has [0-9]+ MiB: Slurm drains it \(Low RealMemory\)$"
+check "  no resume advice (Slurm refuses it here)" bash -c '! grep -q "state=resume" <<<"$1"' _ "$out"
+# What doctor says to do, done: the scheduler phase writes slurmd's unit
+# again and registers the node anew.
+gxrun apply -y "$work/lab.yaml" --limit node-10 --until scheduler --state "$state"
+check "apply --until scheduler mends it (exit 0)" test "$rc" -eq 0
+registered_as_found() {
+  local line
+  line=$(sshn ctl "scontrol show node node-10 -o")
+  [[ $line == NodeName=node-10\ * ]] && ! grep -Eq " State=[^ ]*(INVALID_REG|DRAIN)| RealMemory=$big " <<<"$line"
+}
+check "  Slurm has node-10 with the memory slurmd finds, not refused" registered_as_found
+doctor "$work/lab.yaml" --limit node-10
+check "  doctor has nothing more to say (exit 0)" bash -c '[[ $1 -eq 0 ]] && ! grep -q "^  \(ERROR\|warn \)" <<<"$2"' _ "$rc" "$out"
 
 # ---------------------------------------------------------------- reaching the nodes
 # node-07's user ops without its sudoers line (as lab_sudo leaves it;

@@ -218,7 +218,13 @@ TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
   facts_["memory_mib"] = 2015000;
   EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR scheduler: Slurm expects RealMemory=2048000 MB, the node has "
                                                   "2015000 MiB: Slurm drains it (Low RealMemory)"}));
-  EXPECT_NE(next_of("scheduler").find("slurmd -C"), std::string::npos);
+  EXPECT_NE(next_of("scheduler").find("slurmd's --conf set it"), std::string::npos) << "a dynamic node (the default)";
+  auto settings = std::make_shared<json>(*spec_->nodes.front().settings);
+  (*settings)["scheduler"]["slurm"]["mode"] = "static";
+  const auto dynamic = spec_->nodes.front().settings;
+  spec_->nodes.front().settings = settings;
+  EXPECT_NE(next_of("scheduler").find("at most what `slurmd -C` prints"), std::string::npos);
+  spec_->nodes.front().settings = dynamic;
   facts_["scheduler"]["slurm"]["node_state"] = "IDLE+DRAIN";
   facts_["scheduler"]["slurm"]["reason"] = "Low RealMemory [slurm@2026-12-03T10:00:00]";
   EXPECT_EQ(findings(),
@@ -230,6 +236,23 @@ TEST_F(DoctorTest, SlurmsReasonAndARealMemoryTheNodeDoesNotHave) {
   facts_["scheduler"]["slurm"]["reason"] = "Not responding [slurm@2026-11-30T05:56:41]";
   EXPECT_EQ(findings(), (std::vector<std::string>{"ERROR scheduler: Slurm has the node DOWN+NOT_RESPONDING: Not responding "
                                                   "[slurm@2026-11-30T05:56:41]"}));
+}
+
+// As the lab's controller had node-10 registered with a RealMemory above
+// its memory (tests/fixtures/slurm/scontrol-show-node-invalid-registration.txt):
+// Slurm refuses `state=resume` there, so "drained" and its resume advice
+// would mislead; the registration is what to redo.
+TEST_F(DoctorTest, ARegistrationSlurmRefusedIsNamedNotJustDrained) {
+  facts_["scheduler"]["slurm"]["node_state"] = "UNKNOWN+DRAIN+DYNAMIC_NORM+INVALID_REG";
+  facts_["scheduler"]["slurm"]["real_memory_mb"] = 64000;
+  facts_["memory_mib"] = 24105;
+  EXPECT_EQ(findings(), (std::vector<std::string>{
+                            "ERROR scheduler: Slurm refused the node's registration (UNKNOWN+DRAIN+DYNAMIC_NORM+INVALID_REG)",
+                            "ERROR scheduler: Slurm expects RealMemory=64000 MB, the node has 24105 MiB: Slurm drains it "
+                            "(Low RealMemory)"}));
+  EXPECT_NE(next_of("scheduler").find("gpuexpand apply --until scheduler registers it again"), std::string::npos)
+      << next_of("scheduler");
+  EXPECT_EQ(next_of("scheduler").find("state=resume"), std::string::npos) << "Slurm refuses it for INVALID_REG";
 }
 
 TEST_F(DoctorTest, AnAllocationSlurmLostIsNamedWithHowToClearIt) {

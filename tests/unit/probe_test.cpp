@@ -356,6 +356,9 @@ TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   json lost = slurm_of("scontrol-show-node-lost-allocation.txt");
   EXPECT_EQ(lost["node_state"], "ALLOCATED+DYNAMIC_NORM");
   EXPECT_EQ(lost["cpus_allocated"], 0) << "allocated, and no CPU held: doctor's lost allocation";
+  json refused = slurm_of("scontrol-show-node-invalid-registration.txt");
+  EXPECT_EQ(refused["node_state"], "UNKNOWN+DRAIN+DYNAMIC_NORM+INVALID_REG");
+  EXPECT_EQ(refused["real_memory_mb"], 64000) << "the configured value, not what slurmd found";
   json missing = slurm_of("scontrol-show-node-missing.txt");
   EXPECT_EQ(missing["registered"], false) << "the controller answered: not present";
   EXPECT_TRUE(missing["node_state"].is_null());
