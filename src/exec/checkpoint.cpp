@@ -18,6 +18,24 @@ std::string quoted_list(const std::set<std::string>& items) {
   return out;
 }
 
+// Whether `target` is mounted, from the kernel's table alone: `mountpoint`
+// stats the path, which hangs on a share whose server stopped answering
+// (sshfs or NFS with a cut link), the very mount a rollback must take back.
+// The table escapes space, tab, newline and backslash as octal.
+std::string is_mounted(const std::string& target) {
+  std::string escaped;
+  for (char c : target) {
+    switch (c) {
+      case ' ': escaped += "\\040"; break;
+      case '\t': escaped += "\\011"; break;
+      case '\n': escaped += "\\012"; break;
+      case '\\': escaped += "\\134"; break;
+      default: escaped += c;
+    }
+  }
+  return "M=" + q(escaped) + " awk '$2 == ENVIRON[\"M\"] {m = 1} END {exit !m}' /proc/self/mounts";
+}
+
 bool has_control_character(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
@@ -136,7 +154,7 @@ std::string checkpoint_script(int64_t run_id, const std::string& phase, const Ph
          "\"$d/sysctl\"\n";
   }
   for (const auto& target : touch.mount_targets) {
-    s += "if mountpoint -q " + q(target) + " 2>/dev/null; then printf '%s\\t1\\n' " + q(target) +
+    s += "if " + is_mounted(target) + "; then printf '%s\\t1\\n' " + q(target) +
          "; else printf '%s\\t0\\n' " + q(target) + "; fi >> \"$d/mounts\"\n";
   }
   // Each interface's IPv4 addresses, or @@missing for no such interface.
@@ -158,8 +176,11 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
   s += "[ -f \"$d/complete\" ] || { echo \"checkpoint $d is incomplete or missing\" >&2; exit 2; }\n";
   s += "fail() { echo \"restore: $*\" >&2; rc=1; }\n";
   for (const auto& target : touch.mount_targets) {
-    s += "if grep -qx " + q(target + "\t0") + " \"$d/mounts\" 2>/dev/null && mountpoint -q " + q(target) +
-         "; then umount " + q(target) + " || umount -l " + q(target) + " || fail " + q("umount " + target) + "; fi\n";
+    // -c: no canonical path, so umount stats nothing either; -l when the
+    // share is busy (a process hung on it) or its server is gone.
+    s += "if grep -qx " + q(target + "\t0") + " \"$d/mounts\" 2>/dev/null && " + is_mounted(target) +
+         "; then umount -c " + q(target) + " 2>/dev/null || umount -l -c " + q(target) + " || fail " +
+         q("umount " + target) + "; fi\n";
   }
   // Files: remove what did not exist, put back what did (content, mode, owner).
   s += "while IFS= read -r p; do [ -n \"$p\" ] || continue; if [ -d \"$p\" ] && [ ! -L \"$p\" ]; then rmdir \"$p\" "
@@ -254,7 +275,7 @@ std::string restore_script(int64_t run_id, const std::string& phase, const Phase
   }
   if (touch.hostname) s += "[ -f \"$d/hostname\" ] && hostname \"$(cat \"$d/hostname\")\"\n";
   for (const auto& target : touch.mount_targets) {
-    s += "if grep -qx " + q(target + "\t1") + " \"$d/mounts\" 2>/dev/null && ! mountpoint -q " + q(target) +
+    s += "if grep -qx " + q(target + "\t1") + " \"$d/mounts\" 2>/dev/null && ! " + is_mounted(target) +
          "; then mount " + q(target) + " || fail " + q("mount " + target) + "; fi\n";
   }
   s += "exit $rc\n";

@@ -386,9 +386,64 @@ row_storage_server_gone() {
   check "  the share is mounted again" on node-06 yes "mountpoint -q /mnt/shared && echo yes || echo no"
 }
 
+# ---------------------------------------------------------------- the storage server gone mid-phase
+# The share mounted by this very phase, then its server (ctl) gone while a
+# later step of the phase writes on it, two ways: powered off (its sshd
+# closes the connection: the write fails at once with EIO) and its link
+# cut (nothing answers: the write hangs until the step's time limit, and
+# the rollback must take back a mount where a stat would hang).
+server_gone_mid_phase() { # stop|cut
+  local how=$1 mid=$work/mid-phase
+  if [[ ! -d $mid ]]; then
+    mkdir -p "$mid" && cp -r "$repo/schemas" "$repo/playbooks" "$mid/"
+    cat >>"$mid/playbooks/40-storage.yaml" <<'MID'
+
+  - id: share-write-for-tests
+    type: command
+    check: test -e /var/lib/gpuexpand-test/share-written
+    run: "mkdir -p /var/lib/gpuexpand-test && touch /var/lib/gpuexpand-test/slow-started && sleep 2 && echo written > /mnt/shared/.gx-mid-phase && touch /var/lib/gpuexpand-test/share-written"
+    rollback: "rm -f /var/lib/gpuexpand-test/share-written /var/lib/gpuexpand-test/slow-started"
+MID
+    spec_with "$work/mid.yaml" '.ssh.connect_timeout = 5 | .ssh.keepalive_interval = 2 | .ssh.command_timeout = 15'
+  fi
+  sshn node-06 "umount /mnt/shared; rm -rf /var/lib/gpuexpand-test /mnt/shared/.gx-mid-phase; cp -p /etc/fstab /root/fstab.before-mid-phase"
+  "$gx" --data-dir "$mid" apply -y "$work/mid.yaml" --until storage --limit node-06 --state "$state" >"$work/mid.log" 2>&1 &
+  victim=$!
+  check "storage server gone mid-phase ($how): the share mounted, the step writing on it started" \
+    eventually 60 slow_started node-06
+  if [[ $how == stop ]]; then "$lab" stop ctl >/dev/null; else "$lab" cut ctl >/dev/null; fi
+  local started=$SECONDS
+  wait "$victim"
+  rc=$?
+  local took=$((SECONDS - started))
+  sed 's/^/    /' "$work/mid.log"
+  check "  exit 3, within the step's limit and the rollback's ($took s)" test "$rc" -eq 3 -a "$took" -lt 90
+  if [[ $how == stop ]]; then
+    check "  the write's error named, the phase rolled back" grep -qE "node-06: phase storage, step share-write-for-tests: .*Input/output error \(rolled back to the checkpoint\)" "$work/mid.log"
+  else
+    # Not "(stopped on the node)": a process waiting on a FUSE request
+    # that sshfs has sent cannot be killed until the request ends.
+    check "  the step named as timed out, the phase rolled back" grep -qE "node-06: phase storage, step share-write-for-tests: .*timed out after [0-9]+ s.* \(rolled back to the checkpoint\)" "$work/mid.log"
+  fi
+  check "  the dead share is no longer mounted at /mnt/shared" \
+    on node-06 no "awk '\$2 == \"/mnt/shared\" {m = 1} END {print m ? \"yes\" : \"no\"}' /proc/self/mounts"
+  check "  fstab as it was before the phase" on node-06 same "cmp -s /etc/fstab /root/fstab.before-mid-phase && echo same"
+  check "  store consistent" store_ok "$state"
+  if [[ $how == stop ]]; then "$lab" start ctl >/dev/null; else "$lab" heal ctl >/dev/null; fi
+  sshn node-06 "rm -rf /var/lib/gpuexpand-test /root/fstab.before-mid-phase"
+  gxrun --data-dir "$mid" apply -y "$work/mid.yaml" --until storage --limit node-06 --state "$state"
+  check "  server back, the next apply converges (exit 0)" test "$rc" -eq 0
+  check "  the share is mounted again, and written" on node-06 written "cat /mnt/shared/.gx-mid-phase"
+  sshn node-06 "rm -f /mnt/shared/.gx-mid-phase"
+}
+row_storage_server_gone_mid_phase() {
+  server_gone_mid_phase stop
+  server_gone_mid_phase cut
+}
+
 # Every row by default; or the rows named (e.g. `fault-test.sh link_cut`).
 rows=("$@")
-((${#rows[@]})) || rows=(node_down link_slowed node_stops sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone store_faults store_damaged_or_newer)
+((${#rows[@]})) || rows=(node_down link_slowed node_stops sshd_restart link_cut write_cut hung_step sigterm disk_full slurmctld_down storage_server_gone storage_server_gone_mid_phase store_faults store_damaged_or_newer)
 converged "$work/lab.yaml" "$nodes"
 for row in "${rows[@]}"; do
   declare -F "row_$row" >/dev/null || { bad "no row named $row"; continue; }
