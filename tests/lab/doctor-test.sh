@@ -16,9 +16,12 @@
 # RealMemory above its memory (Slurm refuses the registration), mended by
 # what doctor says to do.
 #
-# Not here, because one machine cannot be put into that state: clock skew
-# (every node shares the host's clock), the kernel's Xid lines (the kernel
-# log is the host's): tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
+# node-10's clock 400 s behind (libfaketime in its SSH sessions: every
+# node runs on the host's kernel clock).
+#
+# Not here, because one machine cannot be put into that state: the
+# kernel's Xid lines (the kernel log is the host's, and an nspawn node may
+# not read it): tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
 # from an ibstat stand-in printing a real capture (this kernel has no RDMA
 # subsystem), as the GPUs come from the nvidia-smi stand-in.
 #
@@ -134,6 +137,32 @@ check "another model and driver, time sync stopped: warnings only (exit 0)" test
 check "  the model" has "  warn  gpu: model NVIDIA H200, expected NVIDIA H100 80GB HBM3"
 check "  the driver in use" has_like "^  warn  gpu: driver 550\.[0-9.]+ in use, the spec wants 535$"
 check "  no time sync service" has "  warn  clock: no time sync service running"
+
+# ---------------------------------------------------------------- the clock
+# Every lab node runs on the host's kernel clock, so no node's clock can
+# be set apart for real. libfaketime (Debian's package, which scripts/setup
+# installs here), put into node-10's SSH sessions through /etc/environment
+# (pam_env: sshd itself is left alone, its seccomp sandbox kills a
+# preloaded libfaketime), makes every command gpuexpand runs there see a
+# clock 400 s behind: what a node whose clock drifted shows whoever asks.
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+if [[ ! -r $faketime_lib ]]; then
+  echo "SKIP - a node's clock set apart: libfaketime is not installed here (apt-get install libfaketime; scripts/setup does)"
+else
+  sshn node-10 "mkdir -p /usr/local/lib/gx-lab && echo $(base64 -w0 "$faketime_lib") | base64 -d >/usr/local/lib/gx-lab/libfaketime.so.1 &&
+    touch /etc/environment && cp -p /etc/environment /root/environment.gx-test &&
+    printf 'LD_PRELOAD=/usr/local/lib/gx-lab/libfaketime.so.1\nFAKETIME=-400\n' >>/etc/environment"
+  node_time=$(sshn node-10 "date +%s")
+  behind=$(($(date +%s) - ${node_time:-0}))
+  doctor "$work/lab.yaml" --limit node-10
+  sshn node-10 "cp -p /root/environment.gx-test /etc/environment && rm -f /root/environment.gx-test && rm -rf /usr/local/lib/gx-lab" 2>/dev/null
+  check "node-10's sessions see a clock 400 s behind ($behind s)" test "$behind" -ge 395 -a "$behind" -le 405
+  check "a clock 400 s behind: exit 3" test "$rc" -eq 3
+  check "  named, with what it breaks" has_like "^  ERROR clock: clock (39[5-9]|40[0-5]) s behind this machine: munge credentials \(Slurm\) fail beyond 300 s$"
+  check "  next: chrony's view" grep -q "next: chronyc tracking; chronyc sources" <<<"$out"
+  node_time=$(sshn node-10 "date +%s")
+  check "  the clock is the host's again" test "$(($(date +%s) - ${node_time:-0}))" -le 5
+fi
 
 # ---------------------------------------------------------------- the fabric manager not running
 # A spec that wants the fabric manager (NVSwitch systems) against node-10,
