@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gpuexpand/util/base64.hpp"
+#include "gpuexpand/util/local_file.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -30,7 +31,53 @@ void write_all(int fd, std::string_view text) {
   }
 }
 
+enum class OpensshKey { Absent, Truncated, Invalid, Decoded };
+
+// The base64 body of an OpenSSH-format private key in `text`, decoded into
+// `bytes` (starting with the "openssh-key-v1" magic).
+OpensshKey decode_openssh_key(const std::string& text, std::string& bytes) {
+  const size_t begin = text.find(kOpensshBegin);
+  if (begin == std::string::npos) return OpensshKey::Absent;
+  const size_t body_start = begin + kOpensshBegin.size();
+  const size_t end = text.find(kOpensshEnd, body_start);
+  if (end == std::string::npos) return OpensshKey::Truncated;
+  std::string body;
+  for (size_t i = body_start; i < end; ++i) {
+    if (!std::isspace(static_cast<unsigned char>(text[i]))) body += text[i];
+  }
+  auto decoded = base64_decode(body);
+  if (!decoded || decoded->compare(0, kOpensshMagic.size(), kOpensshMagic) != 0) return OpensshKey::Invalid;
+  bytes = std::move(*decoded);
+  return OpensshKey::Decoded;
+}
+
+// The SSH wire-format string at `at` (uint32 length, big endian, then the
+// bytes); advances `at`. std::nullopt past the end.
+std::optional<std::string> read_ssh_string(const std::string& data, size_t& at) {
+  if (data.size() < at + 4) return std::nullopt;
+  const auto* b = reinterpret_cast<const unsigned char*>(data.data() + at);
+  const size_t length = (size_t{b[0]} << 24) | (size_t{b[1]} << 16) | (size_t{b[2]} << 8) | size_t{b[3]};
+  if (data.size() - at - 4 < length) return std::nullopt;
+  std::string value = data.substr(at + 4, length);
+  at += 4 + length;
+  return value;
+}
+
 }  // namespace
+
+std::string openssh_public_key_blob(const std::string& key_path) {
+  auto read = read_local_file(key_path);
+  std::string decoded;
+  if (!read || decode_openssh_key(read.value(), decoded) != OpensshKey::Decoded) return {};
+  size_t at = kOpensshMagic.size();
+  for (int skip = 0; skip < 3; ++skip) {  // cipher name, KDF name, KDF options
+    if (!read_ssh_string(decoded, at)) return {};
+  }
+  // uint32 number of keys (at least one), then the first public key.
+  if (decoded.size() < at + 4 || decoded.compare(at, 4, std::string(4, '\0')) == 0) return {};
+  at += 4;
+  return read_ssh_string(decoded, at).value_or("");
+}
 
 std::optional<std::string> encrypted_key_cost_note(const std::string& key_path, size_t logins) {
   constexpr size_t kWorthSaying = 20;
@@ -44,34 +91,24 @@ std::optional<std::string> encrypted_key_cost_note(const std::string& key_path, 
 }
 
 Result<bool> key_file_is_encrypted(const std::string& key_path) {
-  std::ifstream in(key_path);
-  if (!in) return make_error("cannot read the key " + key_path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  auto read = read_local_file(key_path);
+  if (!read) return make_error("cannot read the key " + key_path);
+  const std::string& text = read.value();
 
-  if (const size_t begin = text.find(kOpensshBegin); begin != std::string::npos) {
-    const size_t body_start = begin + kOpensshBegin.size();
-    const size_t end = text.find(kOpensshEnd, body_start);
-    if (end == std::string::npos) return make_error(key_path + ": a truncated OpenSSH private key");
-    std::string body;
-    for (size_t i = body_start; i < end; ++i) {
-      if (!std::isspace(static_cast<unsigned char>(text[i]))) body += text[i];
-    }
-    const auto decoded = base64_decode(body);
-    if (!decoded || decoded->compare(0, kOpensshMagic.size(), kOpensshMagic) != 0 ||
-        decoded->size() < kOpensshMagic.size() + 4) {
+  std::string decoded;
+  switch (decode_openssh_key(text, decoded)) {
+    case OpensshKey::Absent:
+      break;
+    case OpensshKey::Truncated:
+      return make_error(key_path + ": a truncated OpenSSH private key");
+    case OpensshKey::Invalid:
       return make_error(key_path + ": not a valid OpenSSH private key");
+    case OpensshKey::Decoded: {
+      size_t at = kOpensshMagic.size();
+      const auto cipher = read_ssh_string(decoded, at);
+      if (!cipher || cipher->empty() || cipher->size() > 64) return make_error(key_path + ": not a valid OpenSSH private key");
+      return *cipher != "none";
     }
-    // string ciphername: uint32 length (big endian), then the name.
-    const auto* length_bytes = reinterpret_cast<const unsigned char*>(decoded->data() + kOpensshMagic.size());
-    const size_t length = (size_t{length_bytes[0]} << 24) | (size_t{length_bytes[1]} << 16) |
-                          (size_t{length_bytes[2]} << 8) | size_t{length_bytes[3]};
-    const size_t name_start = kOpensshMagic.size() + 4;
-    if (length == 0 || length > 64 || decoded->size() < name_start + length) {
-      return make_error(key_path + ": not a valid OpenSSH private key");
-    }
-    return decoded->compare(name_start, length, "none") != 0;
   }
   if (const size_t begin = text.find("-----BEGIN "); begin != std::string::npos) {
     // PEM: the BEGIN line ("BEGIN ENCRYPTED PRIVATE KEY", PKCS#8) or a

@@ -13,10 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <thread>
 
-#include "gpuexpand/util/base64.hpp"
+#include "gpuexpand/transport/passphrase.hpp"
 
 extern char** environ;
 
@@ -25,10 +24,6 @@ namespace gpuexpand {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr std::string_view kOpensshBegin = "-----BEGIN OPENSSH PRIVATE KEY-----";
-constexpr std::string_view kOpensshEnd = "-----END OPENSSH PRIVATE KEY-----";
-constexpr std::string_view kOpensshMagic{"openssh-key-v1\0", 15};
 
 // Both ends close-on-exec: a child gets only the end dup2'ed to its 0/1/2.
 bool make_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
@@ -140,47 +135,7 @@ std::string first_line(const std::string& text) {
   return line;
 }
 
-uint32_t read_u32(const std::string& data, size_t at) {
-  const auto* b = reinterpret_cast<const unsigned char*>(data.data() + at);
-  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
-}
-
-// The SSH string at `at` (uint32 length, then bytes); advances `at`.
-std::optional<std::string> read_string(const std::string& data, size_t& at) {
-  if (data.size() < at + 4) return std::nullopt;
-  const size_t length = read_u32(data, at);
-  if (data.size() - at - 4 < length) return std::nullopt;
-  std::string value = data.substr(at + 4, length);
-  at += 4 + length;
-  return value;
-}
-
 }  // namespace
-
-std::string openssh_public_key_blob(const std::string& key_path) {
-  std::ifstream in(key_path);
-  if (!in) return {};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
-  const size_t begin = text.find(kOpensshBegin);
-  if (begin == std::string::npos) return {};
-  const size_t end = text.find(kOpensshEnd, begin);
-  if (end == std::string::npos) return {};
-  std::string body;
-  for (size_t i = begin + kOpensshBegin.size(); i < end; ++i) {
-    if (!std::isspace(static_cast<unsigned char>(text[i]))) body += text[i];
-  }
-  const auto decoded = base64_decode(body);
-  if (!decoded || decoded->compare(0, kOpensshMagic.size(), kOpensshMagic) != 0) return {};
-  size_t at = kOpensshMagic.size();
-  for (int skip = 0; skip < 3; ++skip) {  // cipher name, KDF name, KDF options
-    if (!read_string(*decoded, at)) return {};
-  }
-  if (decoded->size() < at + 4 || read_u32(*decoded, at) < 1) return {};
-  at += 4;
-  return read_string(*decoded, at).value_or("");
-}
 
 Result<std::unique_ptr<PrivateAgent>> PrivateAgent::start(const std::vector<Key>& keys) {
   std::unique_ptr<PrivateAgent> agent(new PrivateAgent());

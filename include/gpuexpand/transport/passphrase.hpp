@@ -17,6 +17,12 @@ namespace gpuexpand {
 // an error.
 Result<bool> key_file_is_encrypted(const std::string& key_path);
 
+// The public key blob in an OpenSSH-format private key file's header
+// ("openssh-key-v1": cipher, KDF, KDF options, key count, then the first
+// public key, all before the encrypted part). Empty when the file is not
+// in that format or cannot be read.
+std::string openssh_public_key_blob(const std::string& key_path);
+
 // What an encrypted key costs at `logins` logins, when that is worth
 // saying (20 or more) and the run's own ssh-agent could not start
 // (private_agent.hpp): libssh2 decrypts the key again at every login

@@ -62,10 +62,4 @@ class PrivateAgent {
   std::map<std::string, std::string> blobs_;
 };
 
-// The public key blob in an OpenSSH-format private key file's header
-// ("openssh-key-v1": cipher, KDF, KDF options, key count, then the first
-// public key, all before the encrypted part). Empty when the file is not
-// in that format or cannot be read.
-std::string openssh_public_key_blob(const std::string& key_path);
-
 }  // namespace gpuexpand
