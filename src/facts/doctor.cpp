@@ -437,8 +437,18 @@ json measured_mounts(const nlohmann::json& vars) {
 
 std::string doctor_extras_script() {
   // The kernel log needs root (dmesg_restrict): without it, no Xid lines.
+  // Only this boot's: lines stamped before PID 1 started are left out. On a
+  // machine that is none (the driver loads after PID 1), but on a node that
+  // is a container, the kernel and its log are the host's and outlive the
+  // node's reboots, which must clear an Xid as a machine's reboot does.
+  // /proc/1/stat's 22nd field (after the command in parentheses, the 20th)
+  // is PID 1's start in clock ticks since the kernel booted, the clock of
+  // dmesg's "[seconds.micros]" stamps.
   return "echo \"epoch $(date +%s)\"; "
-         "dmesg 2>/dev/null | grep -F 'NVRM: Xid' | tail -n 200 | sed 's/^/xid /'; true";
+         "stat=$(cat /proc/1/stat 2>/dev/null); set -- ${stat##*) }; "
+         "dmesg 2>/dev/null | awk -v start=\"${20:-0}\" -v hz=\"$(getconf CLK_TCK 2>/dev/null || echo 100)\" "
+         "'/NVRM: Xid/ { if ($0 ~ /^\\[ *[0-9]/) { t = $0; sub(/^\\[ */, \"\", t); if (t * hz < start) next } print \"xid \" $0 }' "
+         "| tail -n 200; true";
 }
 
 DoctorExtras parse_doctor_extras(const std::string& output) {

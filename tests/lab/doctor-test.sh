@@ -19,11 +19,13 @@
 # node-10's clock 400 s behind (libfaketime in its SSH sessions: every
 # node runs on the host's kernel clock).
 #
-# Not here, because one machine cannot be put into that state: the
-# kernel's Xid lines (the kernel log is the host's, and an nspawn node may
-# not read it): tests/unit/doctor_test.cpp covers those on edited facts. RDMA ports come
-# from an ibstat stand-in printing a real capture (this kernel has no RDMA
-# subsystem), as the GPUs come from the nvidia-smi stand-in.
+# The kernel's Xid lines for node-10's first GPU, written by the lab into
+# the kernel log (the host's, which every node shares: node-10 alone may
+# read it), then gone after node-10 is power-cycled, as on a machine.
+#
+# RDMA ports come from an ibstat stand-in printing a real capture (this
+# kernel has no RDMA subsystem), as the GPUs come from the nvidia-smi
+# stand-in.
 #
 # Needs a running lab with 10 nodes.
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
@@ -36,6 +38,7 @@ state=$work/state.db
 # Whatever a section breaks is mended on the way out, failed or not.
 mend() {
   "$lab" unfill node-10 >/dev/null 2>&1
+  "$lab" kernel-log node-10 off >/dev/null 2>&1
   rm -rf "$work"
 }
 trap mend EXIT
@@ -137,6 +140,39 @@ check "another model and driver, time sync stopped: warnings only (exit 0)" test
 check "  the model" has "  warn  gpu: model NVIDIA H200, expected NVIDIA H100 80GB HBM3"
 check "  the driver in use" has_like "^  warn  gpu: driver 550\.[0-9.]+ in use, the spec wants 535$"
 check "  no time sync service" has "  warn  clock: no time sync service running"
+
+# ---------------------------------------------------------------- the kernel's Xid lines
+# Every lab node runs on the host's kernel, so there is one kernel log for
+# all of them. node-10 alone is let read it (`lab kernel-log`: CAP_SYSLOG
+# from its next boot), and the lab writes into it what NVIDIA's driver
+# writes for node-10's first GPU (`lab xid`, the bus id its nvidia-smi
+# reports): the GPU fell off the bus once, an application's graphics
+# exception twice. Power-cycled, the node starts a new boot and doctor
+# reads only this boot's lines, as a machine's reboot empties its log.
+"$lab" kernel-log node-10 on >/dev/null
+doctor "$work/lab.yaml" --limit node-10
+check "node-10 reads the kernel log, no Xid in this boot: exit 0" test "$rc" -eq 0
+check "  (it can read it)" sshn node-10 "dmesg >/dev/null"
+bus=$(sshn node-10 "nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1" | tr A-F a-f)
+"$lab" xid node-10 79 "pid='<unknown>', name=<unknown>, GPU has fallen off the bus." >/dev/null
+for i in 1 2; do
+  "$lab" xid node-10 13 "pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter" >/dev/null
+done
+check "  the lines name node-10's first GPU ($bus)" \
+  sshn node-10 "dmesg | grep -qF 'NVRM: Xid (PCI:0000:${bus:9:5}): 79, pid='"
+doctor "$work/lab.yaml" --limit 'node-[08,10]'
+check "Xid 79 and two Xid 13: exit 3" test "$rc" -eq 3
+check "  the GPU off the bus, an error" has "  ERROR gpu: Xid 79 in the kernel log (1x): the GPU has fallen off the bus"
+check "  the application's exceptions, a warning" \
+  has "  warn  gpu: Xid 13 in the kernel log (2x): graphics engine exception (often the application)"
+check "  next: the kernel log and the catalogue" grep -qF "next: dmesg -T | grep -i xid; NVIDIA's Xid catalogue for 79" <<<"$out"
+check "  node-08 has none (it may not read the kernel log)" bash -c '! grep -q "^node-08$" <<<"$1"' _ "$out"
+"$lab" stop node-10 >/dev/null 2>&1
+"$lab" start node-10 >/dev/null 2>&1
+doctor "$work/lab.yaml" --limit node-10
+check "power-cycled: the last boot's Xid lines are not this boot's (exit 0)" test "$rc" -eq 0
+check "  though the kernel log still holds them" sshn node-10 "dmesg | grep -qF 'NVRM: Xid'"
+"$lab" kernel-log node-10 off >/dev/null
 
 # ---------------------------------------------------------------- the clock
 # Every lab node runs on the host's kernel clock, so no node's clock can

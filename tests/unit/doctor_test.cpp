@@ -10,6 +10,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include <cstdio>
 
 #include "gpuexpand/facts/doctor.hpp"
 #include "test_support.hpp"
@@ -142,6 +145,77 @@ TEST_F(DoctorTest, XidLinesByMeaning) {
   EXPECT_EQ(findings(),
             (std::vector<std::string>{"warn gpu: Xid 13 in the kernel log (2x): graphics engine exception (often the application)",
                                       "ERROR gpu: Xid 79 in the kernel log (1x): the GPU has fallen off the bus"}));
+}
+
+// A real kernel log's NVRM lines (a provider node's `dmesg -T | grep NVRM`,
+// tests/fixtures/tool-output/SOURCES.md) as doctor's script passes them on:
+// only the Xid lines count, by code.
+TEST_F(DoctorTest, RealXidLinesByMeaning) {
+  std::istringstream log(read_source_file("tests/fixtures/tool-output/dmesg-T-nvrm-xid-akash-244.txt"));
+  std::string script_output = "epoch 1000\n";
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("NVRM: Xid") != std::string::npos) script_output += "xid " + line + "\n";
+  }
+  extras_ = parse_doctor_extras(script_output);
+  EXPECT_EQ(extras_.xid_lines.size(), 4u);
+  EXPECT_EQ(findings(),
+            (std::vector<std::string>{"warn gpu: Xid 31 in the kernel log (1x): GPU memory page fault (often the application)",
+                                      "warn gpu: Xid 43 in the kernel log (2x): GPU stopped processing (a job was killed)",
+                                      "warn gpu: Xid 94 in the kernel log (1x): contained ECC error (the application was stopped)"}));
+}
+
+// The script doctor sends, run here under sh with a stand-in dmesg printing
+// real Xid line formats (tests/fixtures/SOURCES.md, "Xid lines"): only the
+// lines of this boot (stamped at or after PID 1's start, read from
+// /proc/1/stat as the node would) and unstamped ones reach doctor.
+TEST(DoctorExtrasScript, KeepsOnlyThisBootsXidLines) {
+  const std::string dir = ::testing::TempDir() + "gx-doctor-extras";
+  std::filesystem::create_directories(dir);
+  long long start_ticks = 0;
+  {
+    std::ifstream stat("/proc/1/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(") ") + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+      if (i == 22) start_ticks = std::stoll(field);
+    }
+  }
+  if (start_ticks < 2) GTEST_SKIP() << "PID 1 here started at tick " << start_ticks << ": no time before it to stamp";
+  const long long hz = sysconf(_SC_CLK_TCK);
+  const double before = (static_cast<double>(start_ticks) - 1) / static_cast<double>(hz);
+  const double after = static_cast<double>(start_ticks + 100) / static_cast<double>(hz);
+  char stamp_before[32], stamp_after[32];
+  std::snprintf(stamp_before, sizeof stamp_before, "[%12.6f]", before);
+  std::snprintf(stamp_after, sizeof stamp_after, "[%12.6f]", after);
+  {
+    std::ofstream dmesg(dir + "/dmesg");
+    dmesg << "#!/bin/sh\ncat <<'EOF'\n"
+          << stamp_before << " NVRM: Xid (PCI:0000:19:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+          << stamp_after << " NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception\n"
+          << stamp_after << " mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE\n"
+          << "NVRM: Xid (PCI:0000:00:05): 43, pid=1045242, name=pt_main_thread, Ch 00000008\n"
+          << "EOF\n";
+  }
+  std::filesystem::permissions(dir + "/dmesg", std::filesystem::perms::owner_all);
+  {
+    std::ofstream script(dir + "/script.sh");
+    script << doctor_extras_script() << "\n";
+  }
+  FILE* pipe = ::popen(("PATH=" + dir + ":$PATH sh " + dir + "/script.sh 2>&1").c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) output.append(buffer, n);
+  ASSERT_EQ(::pclose(pipe), 0) << output;
+  const DoctorExtras extras = parse_doctor_extras(output);
+  ASSERT_TRUE(extras.node_epoch) << output;
+  EXPECT_EQ(extras.xid_lines,
+            (std::vector<std::string>{
+                std::string(stamp_after) +
+                    " NVRM: Xid (PCI:0000:cb:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception",
+                "NVRM: Xid (PCI:0000:00:05): 43, pid=1045242, name=pt_main_thread, Ch 00000008"}))
+      << output;
 }
 
 TEST_F(DoctorTest, StorageSchedulerDiskAndClock) {
