@@ -86,7 +86,11 @@ int run_doctor(Context& context, const DoctorOptions& options) {
                        [&, i](const CommandOutcome& o) { readings[i].storage = o; });
       }
       if (const std::string ping = doctor_path_mtu_script(vars, path_peers(nodes, i)); !ping.empty()) {
-        runner->submit(i, shell_script(ping), [&, i](const CommandOutcome& o) { readings[i].path_mtu = o; });
+        // ping needs no root (Debian's ping_group_range lets any user send
+        // ICMP echo): it runs as the login, not through sudo.
+        CommandRequest request = shell_script(ping);
+        request.as_root = false;
+        runner->submit(i, std::move(request), [&, i](const CommandOutcome& o) { readings[i].path_mtu = o; });
       }
     }
     runner->run();

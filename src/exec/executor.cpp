@@ -521,9 +521,15 @@ class Execution {
   // for it, then poll until the node answers with a new boot id. The
   // session dies with the node; the runner reconnects on the next command.
   static constexpr const char* kBootId = "cat /proc/sys/kernel/random/boot_id";
+  // Any user may read the boot id: no sudo for it (CommandRequest::as_root).
+  static CommandRequest boot_id_request(std::chrono::milliseconds timeout = {}) {
+    CommandRequest request = shell_command(kBootId, timeout);
+    request.as_root = false;
+    return request;
+  }
 
   void reboot(NodeRun& run) {
-    runner_.submit(run.index, shell_command(kBootId), [this, &run](const CommandOutcome& before) {
+    runner_.submit(run.index, boot_id_request(), [this, &run](const CommandOutcome& before) {
       if (!before.ok()) {
         roll_back(run, run.phase.steps[run.step].key, before.message);
         return;
@@ -542,7 +548,7 @@ class Execution {
   }
 
   void wait_for_boot(NodeRun& run, const std::string& old_boot, Clock::time_point deadline) {
-    CommandRequest probe = shell_command(kBootId, std::chrono::seconds(10));
+    CommandRequest probe = boot_id_request(std::chrono::seconds(10));
     probe.delay = std::chrono::seconds(2);
     runner_.submit(run.index, std::move(probe), [this, &run, old_boot, deadline](const CommandOutcome& boot) {
       if (boot.ok() && !boot.out.empty() && boot.out != old_boot) {

@@ -3,8 +3,9 @@
 # unprivileged user whose sudo rights are exactly the line docs/security.md
 # gives, on the node and on the Slurm controller: every phase, Slurm
 # registration and acceptance; then a second apply that changes nothing;
-# the audit says every command ran as that user through sudo; and with the
-# line taken away the node is named as needing it.
+# the audit says every command ran as that user through sudo; doctor's
+# path-MTU ping, which needs no root, ran as that user without it; and
+# with the line taken away the node is named as needing it.
 #
 # Needs a running lab with at least 7 nodes (tests/lab/lab up --nodes 7).
 # GPUEXPAND_BIN: the gpuexpand binary (default: build/test/src/gpuexpand, as scripts/test builds it).
@@ -51,6 +52,16 @@ check "  the audit: every command of the run as ops through sudo" \
 
 gxrun apply -y "$work/sudo.yaml" --limit node-07 --state "$state"
 check "the second apply as ops: nothing to change" grep -q "1 node: 0 changed, 1 unchanged" <<<"$out"
+
+# Only commands that need root go through sudo: doctor's path-MTU ping
+# (any user may ping: Debian's ping_group_range) runs as ops itself, the
+# rest through sudo. node-08, where ops has no login, is the ping's peer.
+gxrun doctor "$work/sudo.yaml" --limit 'node-0[7-8]' --state "$state"
+run=$(sqlite3 "$state" "select max(id) from runs")
+check "doctor as ops: one command on node-07 without sudo (the path-MTU ping), and it ran" \
+  test "$(sqlite3 "$state" "select group_concat(user || '+' || exit_code) from audit where run_id = $run and node = 'node-07' and sudo = 0")" = "ops+0"
+check "  its probe and its clock and kernel-log reading through sudo" \
+  test "$(sqlite3 "$state" "select count(*) from audit where run_id = $run and node = 'node-07' and sudo = 1 and exit_code = 0")" -ge 2
 
 "$lab" ssh node-07 -- "rm -f /etc/sudoers.d/ops" </dev/null
 gxrun apply -y "$work/sudo.yaml" --limit node-07 --state "$state"

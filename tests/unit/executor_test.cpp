@@ -302,6 +302,7 @@ struct RebootRun {
   ExecutionReport report;
   std::vector<std::string> finished;
   int boot_polls = 0;
+  int boot_reads_as_root = 0, other_commands_not_as_root = 0;
 };
 
 RebootRun run_reboot(int polls_until_back) {
@@ -318,6 +319,11 @@ RebootRun run_reboot(int polls_until_back) {
     if (request.stdin_data.rfind("# gpuexpand facts probe", 0) == 0) {
       return ok(std::string("\n@@gpx:hostname\nn1\n\n@@gpx:check driver\n") + (driver_ran ? "0" : "1") +
                 "\n\n@@gpx:end\n");
+    }
+    if (request.command == "cat /proc/sys/kernel/random/boot_id") {
+      result.boot_reads_as_root += request.as_root ? 1 : 0;
+    } else if (!request.as_root) {
+      ++result.other_commands_not_as_root;
     }
     if (request.command == "run-driver") driver_ran = true;
     if (request.command == "systemctl --no-block reboot") rebooted = true;
@@ -346,6 +352,10 @@ TEST(Executor, ANodeBackFromItsRebootCarriesOn) {
   EXPECT_EQ(run.report.nodes[0].result, NodeResult::Changed) << run.report.nodes[0].message;
   EXPECT_EQ(run.finished, std::vector<std::string>{"gpu-driver succeeded"});
   EXPECT_EQ(run.boot_polls, 4);
+  // Only commands that need root go through sudo: reading the boot id does
+  // not; the probe, the steps, the reboot and the checkpoint do.
+  EXPECT_EQ(run.boot_reads_as_root, 0);
+  EXPECT_EQ(run.other_commands_not_as_root, 0);
 }
 
 TEST(Executor, ANodeThatDoesNotComeBackWithinTheDeadlineIsRolledBack) {

@@ -543,6 +543,28 @@ TEST_F(SshRunnerTest, AFailedNodeDoesNotStopTheOthers) {
   EXPECT_EQ(results[1].failure, FailureKind::Refused);
 }
 
+// become: sudo wraps only the commands that need root: one that says it
+// does not (CommandRequest::as_root) runs as the login, and the audit says
+// which went through sudo.
+TEST_F(SshRunnerTest, WithBecomeSudoACommandThatNeedsNoRootRunsAsTheLogin) {
+  SshRunnerOptions o = options();
+  o.become_sudo = true;
+  std::vector<AuditRecord> audit;
+  o.audit = [&](const AuditRecord& r) { audit.push_back(r); };
+  SshRunner runner({endpoint()}, std::move(o));
+  CommandRequest plain = shell_command("echo \"sudo:${SUDO_USER-none}\"");
+  plain.as_root = false;
+  CommandOutcome as_login;
+  runner.submit(0, plain, [&](const CommandOutcome& outcome) { as_login = outcome; });
+  runner.submit(0, shell_command("true"), [](const CommandOutcome&) {});  // through sudo, whatever sudo says here
+  runner.run();
+  ASSERT_TRUE(as_login.ok()) << as_login.message;
+  EXPECT_EQ(as_login.out, "sudo:none\n");
+  ASSERT_EQ(audit.size(), 2u);
+  EXPECT_FALSE(audit[0].sudo);
+  EXPECT_TRUE(audit[1].sudo);
+}
+
 TEST(WrapForNode, TheNodeHoldsTheLimitAndSudoWrapsTheWholeCommandLine) {
   using std::chrono::milliseconds;
   EXPECT_EQ(wrap_for_node("echo a | wc -l", false, milliseconds(900'000)), "timeout -k 5 900 sh -c 'echo a | wc -l'");

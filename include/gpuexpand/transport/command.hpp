@@ -17,6 +17,11 @@ struct CommandRequest {
   // Wait this long before starting (waiting for a node to come back from
   // a reboot); the node is (re)connected when the wait is over.
   std::chrono::milliseconds delay{0};
+  // With `become: sudo`, only commands that need root go through sudo. A
+  // command that reads what any user may read (the boot id) or that any
+  // user may run (ping) says so here, and runs as the login; the audit
+  // shows it without sudo.
+  bool as_root = true;
 };
 
 // Named builders, so a request never depends on the order of its fields.
