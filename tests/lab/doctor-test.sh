@@ -5,7 +5,8 @@
 # error, a GPU device file gone, persistence off, the compute link down,
 # the disk full, fstab's mount options edited, a switch port with a smaller
 # MTU than the path needs, the share slower than the
-# spec's minimum, Slurm's GRES above the GPUs visible, NCCL's environment;
+# spec's minimum, Slurm's GRES above the GPUs visible, NCCL's environment
+# and its topology file;
 # node-07 reached as a user whose sudo rights are gone; reaching node-10 on a
 # wrong port, with a changed host key, an unauthorized key, a name no DNS
 # knows; this machine's key, known_hosts and store unusable. Each finding
@@ -248,7 +249,28 @@ spec_with "$work/nccl-model.yaml" '.defaults.network.nccl.env = {NCCL_SOCKET_IFN
 doctor "$work/nccl-model.yaml" --limit node-10
 check "the spec's NCCL interface is not on the node: exit 3" test "$rc" -eq 3
 check "  named" has "  ERROR network: NCCL_SOCKET_IFNAME names ens108np0, which this node does not have"
-sshn node-10 "rm -f /etc/nccl.conf"
+# The NCCL topology file the spec copies from this machine (NCCL_TOPO_FILE
+# points at it), removed on the node: named, then copied back by what
+# doctor says to run.
+cat >"$work/topo.xml" <<'XML'
+<system version="1">
+  <cpu numaid="0" affinity="0000ffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:19:00.0" class="0x030200" vendor="0x10de" device="0x2330" subsystem_vendor="0x10de" subsystem_device="0x16c1" link_speed="32.0 GT/s PCIe" link_width="16"/>
+  </cpu>
+</system>
+XML
+spec_with "$work/topo.yaml" ".defaults.network.nccl += {env: {NCCL_TOPO_FILE: \"/etc/nccl-topo.xml\"}, topology_file: \"/etc/nccl-topo.xml\", topology_source: \"$work/topo.xml\"}"
+gxrun apply -y "$work/topo.yaml" --limit node-10 --until rdma --state "$state"
+check "nccl topology: copied to the node (exit 0)" on node-10 "$(sha256sum <"$work/topo.xml")" "sha256sum </etc/nccl-topo.xml"
+sshn node-10 "rm -f /etc/nccl-topo.xml"
+doctor "$work/topo.yaml" --limit node-10
+check "the topology file gone: exit 3" test "$rc" -eq 3
+check "  named" has "  ERROR network: the NCCL topology file /etc/nccl-topo.xml is missing"
+check "  next: the rdma phase" grep -q "next: gpuexpand apply --until rdma copies it" <<<"$out"
+gxrun apply -y "$work/topo.yaml" --limit node-10 --until rdma --state "$state"
+doctor "$work/topo.yaml" --limit node-10
+check "  mended by apply --until rdma: doctor quiet (exit 0)" test "$rc" -eq 0
+sshn node-10 "rm -f /etc/nccl.conf /etc/nccl-topo.xml"
 
 # ---------------------------------------------------------------- Slurm's registration
 # node-10 gone from the controller while its slurmd runs (a controller
