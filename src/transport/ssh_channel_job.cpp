@@ -6,7 +6,7 @@ void SshRunner::Impl::begin_job(Connection& c) {
   Job& job = c.queue.front();
   c.channel_stage = ChannelStage::Opening;
   c.limit = job.request.timeout.count() > 0 ? job.request.timeout : options.command_timeout;
-  c.wire_command = wrap_for_node(job.request.command, options.become_sudo && job.request.as_root, c.limit);
+  c.wire_command = wrap_for_node(job.request.command, via_sudo(job.request), c.limit);
   c.written = 0;
   c.out.clear();
   c.err.clear();
@@ -150,7 +150,7 @@ void SshRunner::Impl::finish_job(Connection& c) {
     outcome.message = who(c) + ": `" + shown + "` timed out after " + std::to_string(outcome.duration.count() / 1000) +
                       " s (stopped on the node)";
   } else if (outcome.exit_code != 0) {
-    const bool sudo_password = options.become_sudo && job.request.as_root && outcome.exit_code == 1 &&
+    const bool sudo_password = via_sudo(job.request) && outcome.exit_code == 1 &&
                                outcome.err.find("sudo: a password is required") != std::string::npos;
     outcome.failure = sudo_password ? FailureKind::SudoPassword : FailureKind::CommandFailed;
     outcome.message = sudo_password

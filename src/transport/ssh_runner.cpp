@@ -174,7 +174,7 @@ void SshRunner::Impl::record(const Connection& c, const CommandRequest& request,
   AuditRecord audit;
   audit.node = c.endpoint.name;
   audit.user = c.endpoint.user;
-  audit.sudo = options.become_sudo && request.as_root;
+  audit.sudo = via_sudo(request);
   audit.command = request.sensitive ? "<sensitive>" : request.command;
   audit.exit_code = outcome.exit_code;
   audit.failure = outcome.failure;

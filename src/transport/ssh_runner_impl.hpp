@@ -197,6 +197,11 @@ struct SshRunner::Impl {
 
   std::string who(const Connection& c) const;
 
+  // Does this request go through `sudo -n`? With become: sudo, only the
+  // ones that need root (CommandRequest::as_root): the wire command, the
+  // sudo-password diagnosis and the audit row all ask here.
+  bool via_sudo(const CommandRequest& request) const { return options.become_sudo && request.as_root; }
+
   Bastion* bastion_of(const Connection& c);
 
   // The socket handed to libssh2: behind a bastion, the bastion's (libssh2

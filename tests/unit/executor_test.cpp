@@ -320,14 +320,13 @@ RebootRun run_reboot(int polls_until_back) {
       return ok(std::string("\n@@gpx:hostname\nn1\n\n@@gpx:check driver\n") + (driver_ran ? "0" : "1") +
                 "\n\n@@gpx:end\n");
     }
-    if (request.command == "cat /proc/sys/kernel/random/boot_id") {
-      result.boot_reads_as_root += request.as_root ? 1 : 0;
-    } else if (!request.as_root) {
+    if (request.command != "cat /proc/sys/kernel/random/boot_id" && !request.as_root) {
       ++result.other_commands_not_as_root;
     }
     if (request.command == "run-driver") driver_ran = true;
     if (request.command == "systemctl --no-block reboot") rebooted = true;
     if (request.command == "cat /proc/sys/kernel/random/boot_id") {
+      result.boot_reads_as_root += request.as_root ? 1 : 0;
       if (!rebooted) return ok("boot-1\n");
       ++result.boot_polls;
       const bool back = polls_until_back >= 0 && result.boot_polls > polls_until_back;
