@@ -105,7 +105,9 @@ doctor "$work/fast-share.yaml" --limit node-10
 check "storage below the spec's minimum: exit 3" test "$rc" -eq 3
 check "  named with the rate measured" has_like "^  ERROR storage: /mnt/shared: [0-9]+ MB/s write, below the minimum 100000 MB/s$"
 check "  and what to look at next" grep -q "next: the server's load and the path to it (iperf3" <<<"$out"
-check "  the test file is gone from the share" on node-10 0 "ls -A /mnt/shared | grep -c gpuexpand-acceptance"
+# Its own file only: the share is every lab node's, and an acceptance run
+# beside this test (lab_apply's nodes) writes and removes theirs meanwhile.
+check "  the test file is gone from the share" on node-10 0 "ls -A /mnt/shared | grep -c -F -x .gpuexpand-acceptance-node-10"
 
 # ---------------------------------------------------------------- Slurm's GRES above the GPUs visible
 # Four GPUs left (a GPU fell off the bus): Slurm still offers the eight the
