@@ -30,6 +30,7 @@ void SshRunner::Impl::start_connect(Connection& c) {
     fail_connection(c, FailureKind::Protocol, who(c) + ": socket: " + std::strerror(errno));
     return;
   }
+  c.socket_serial = ++sockets_opened;
   const int one = 1;
   ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   if (options.keepalive_interval_s > 0) {
@@ -95,12 +96,14 @@ void SshRunner::Impl::step_connecting(Connection& c) {
     connect_failed(c, error);
     return;
   }
-  c.session = libssh2_session_init();
+  c.reader = std::make_unique<detail::SocketReader>();
+  c.reader->fd = c.fd;
+  c.reader->system_reads = &loop_counts.socket_reads;
+  c.session = detail::open_direct_session(c.reader.get());
   if (!c.session) {
     fail_connection(c, FailureKind::Protocol, who(c) + ": cannot create an SSH session");
     return;
   }
-  libssh2_session_set_blocking(c.session, 0);
   prefer_known_key_types(c);
   c.stage = Stage::Handshake;
   step_handshake(c);

@@ -20,7 +20,7 @@ void SshRunner::Impl::step(Connection& c) {
         if (c.channel_stage == ChannelStage::Done) {
           // An inactive node (its bastion steps every tunnelled member)
           // waits for a --parallel slot before it starts a command.
-          if (!c.active || !front_due(c.queue, Clock::now())) break;
+          if (!c.active || !front_due(c.queue, turn_now)) break;
           begin_job(c);
         }
         step_job(c);
@@ -30,7 +30,7 @@ void SshRunner::Impl::step(Connection& c) {
       // First use, or the session was dropped after a timeout or a lost
       // connection: (re)connect for the queued work, when a place in the
       // handshake window is free and any backoff is over.
-      const auto now = Clock::now();
+      const auto now = turn_now;
       if (front_due(c.queue, now) && now >= c.retry_at && (c.via >= 0 || window.may_start())) start_connect(c);
       break;
     }
@@ -54,6 +54,26 @@ void SshRunner::Impl::check_deadlines(Connection& c, Clock::time_point now) {
   } else if (c.stage == Stage::Ready && !c.queue.empty() && c.channel_stage != ChannelStage::Done && now > c.deadline) {
     time_out_job(c);
   }
+}
+
+// Stepping a session that waits for input, read dry since poll() last
+// reported any, would only hear EAGAIN again (libssh2 handles what it has
+// buffered before it reads): the loop's blind step passes it by. Not while
+// logging in (an agent's socket is not among those polled) nor between jobs.
+bool SshRunner::Impl::waits_for_input(const Connection& c) {
+  if (!c.reader || !c.reader->drained || c.revents != 0 || !c.session) return false;
+  const bool in_exchange =
+      c.stage == Stage::Handshake || (c.stage == Stage::Ready && c.channel_stage != ChannelStage::Done);
+  return in_exchange && libssh2_session_block_directions(c.session) == LIBSSH2_SESSION_BLOCK_INBOUND;
+}
+
+// Only when one is due (libssh2 says in how many seconds): asking on every
+// turn of the loop cost a clock read per session per turn.
+void SshRunner::Impl::keep_alive(Connection& c, Clock::time_point now) {
+  if (!c.session || c.stage != Stage::Ready || options.keepalive_interval_s <= 0 || now < c.keepalive_due) return;
+  int next = 0;
+  libssh2_keepalive_send(c.session, &next);  // EAGAIN: the next send flushes it
+  c.keepalive_due = now + std::chrono::seconds(std::max(next, 1));
 }
 
 short SshRunner::Impl::poll_events(const Connection& c) {
@@ -82,6 +102,7 @@ void SshRunner::Impl::close_released(Connection& c) {
 
 void SshRunner::Impl::run() {
   for (;;) {
+    ++loop_counts.turns;
     // Start or continue nodes up to the parallelism limit.
     size_t active = 0;
     for (auto& c : nodes) {
@@ -101,14 +122,14 @@ void SshRunner::Impl::run() {
     if (!pending) return;
 
     // Advance everything that can move without waiting.
+    turn_now = Clock::now();
     for (auto& c : nodes) {
-      if (c.active) step(c);
+      if (c.active && !waits_for_input(c)) step(c);
       c.revents = 0;
     }
     for (auto& b : bastions) service_bastion(b);
 
-    std::vector<pollfd> fds;
-    std::vector<size_t> owners;  // node index, or nodes.size() + bastion index
+    // Owners: a node's index, or nodes.size() + a bastion's.
     Clock::time_point next_deadline = Clock::now() + milliseconds(1000);
     bool tunnels_open = false;
     for (size_t i = 0; i < nodes.size(); ++i) {
@@ -119,8 +140,7 @@ void SshRunner::Impl::run() {
         next_deadline = std::min(next_deadline, c.stage != Stage::Ready ? c.connect_deadline : c.deadline);
       }
       if (c.fd < 0) continue;
-      fds.push_back({c.fd, poll_events(c), 0});
-      owners.push_back(i);
+      ready_set.want(c.fd, poll_events(c), i, c.socket_serial);
       const bool connecting = c.stage != Stage::Ready;
       next_deadline = std::min(next_deadline, connecting ? c.connect_deadline : c.deadline);
     }
@@ -135,11 +155,15 @@ void SshRunner::Impl::run() {
       } else {
         next_deadline = std::min(next_deadline, b.link.connect_deadline);
       }
-      fds.push_back({b.link.fd, events, 0});
-      owners.push_back(nodes.size() + k);
+      ready_set.want(b.link.fd, events, nodes.size() + k, b.link.socket_serial);
     }
     for (auto& c : nodes) {
-      if (c.active && !c.queue.empty() && c.channel_stage == ChannelStage::Done) {
+      // Only a node between jobs or waiting to connect has work due at a
+      // time; one that is connecting waits on its socket (and its connect
+      // deadline, above). Counting those too made every wait a zero one
+      // while any handshake was in flight: the loop spun.
+      const bool between_jobs = c.stage == Stage::Idle || c.stage == Stage::Ready;
+      if (c.active && !c.queue.empty() && c.channel_stage == ChannelStage::Done && between_jobs) {
         // A node waiting for a place in the handshake window is woken by
         // the handshakes in flight, not by a deadline (that would spin).
         if (c.stage == Stage::Idle && c.via < 0 && !window.may_start()) continue;
@@ -148,11 +172,13 @@ void SshRunner::Impl::run() {
         next_deadline = std::min(next_deadline, due);
       }
     }
-    const auto wait = std::chrono::duration_cast<milliseconds>(next_deadline - Clock::now());
+    // Rounded up: a deadline less than a millisecond away is not a zero
+    // wait, or the loop turns without waiting until it passes.
+    const auto wait = std::chrono::ceil<milliseconds>(next_deadline - Clock::now());
     // Through a bastion, wake up now and then anyway: libssh2 can hold
     // data for one channel that it read while serving another.
     const int timeout = static_cast<int>(std::clamp<long>(wait.count(), 0, tunnels_open ? 200 : 1000));
-    if (fds.empty()) {
+    if (ready_set.empty()) {
       // The steps above may have finished the last job: then there is
       // nothing to wait for, and sleeping here would add up to a second
       // to every run (the loop's top returns once no queue holds work).
@@ -169,29 +195,23 @@ void SshRunner::Impl::run() {
       // Only delayed work: sleep until the first is due.
       ::poll(nullptr, 0, timeout);
     } else {
-      const int ready = ::poll(fds.data(), fds.size(), timeout);
-      if (ready < 0 && errno != EINTR) return;
-      for (size_t k = 0; k < fds.size(); ++k) {
-        Connection& owner = owners[k] < nodes.size() ? nodes[owners[k]] : bastions[owners[k] - nodes.size()].link;
-        owner.revents = fds[k].revents;
+      if (!ready_set.wait(timeout, ready)) return;
+      for (const auto& [index, revents] : ready) {
+        Connection& owner = index < nodes.size() ? nodes[index] : bastions[index - nodes.size()].link;
+        owner.revents = revents;
+        if (owner.reader && (revents & (POLLIN | POLLERR | POLLHUP))) detail::input_ready(*owner.reader);
       }
     }
-    const auto now = Clock::now();
+    const auto now = turn_now = Clock::now();
     for (auto& c : nodes) {
       if (c.revents) step(c);
       if (c.active) check_deadlines(c, now);
-      if (c.session && c.stage == Stage::Ready && options.keepalive_interval_s > 0) {
-        int next = 0;
-        libssh2_keepalive_send(c.session, &next);
-      }
+      keep_alive(c, now);
     }
     for (auto& b : bastions) {
       service_bastion(b);
       check_bastion_deadline(b, now);
-      if (b.link.session && b.link.stage == Stage::Ready && options.keepalive_interval_s > 0) {
-        int next = 0;
-        libssh2_keepalive_send(b.link.session, &next);
-      }
+      keep_alive(b.link, now);
     }
   }
 }

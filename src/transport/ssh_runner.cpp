@@ -122,6 +122,7 @@ void SshRunner::Impl::teardown(Connection& c, bool polite) {
     libssh2_session_free(c.session);
     c.session = nullptr;
   }
+  c.reader.reset();  // after the session: freeing it may still read
   if (c.tunnel) {
     if (c.tunnel->channel) {
       Bastion& b = bastions[static_cast<size_t>(c.via)];
@@ -224,5 +225,7 @@ size_t SshRunner::open_sessions() const {
 void SshRunner::run() { impl_->run(); }
 
 size_t SshRunner::handshake_retries() const { return impl_->handshake_retries; }
+
+LoopCounts SshRunner::loop_counts() const { return impl_->loop_counts; }
 
 }  // namespace gpuexpand

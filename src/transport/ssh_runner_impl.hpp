@@ -26,6 +26,8 @@
 #include <optional>
 
 #include "bastion.hpp"
+#include "gpuexpand/transport/ready_set.hpp"
+#include "socket_reader.hpp"
 #include "gpuexpand/transport/handshake_window.hpp"
 #include "gpuexpand/transport/known_hosts.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
@@ -126,6 +128,7 @@ struct Connection {
   Stage stage = Stage::Idle;
   int fd = -1;                // direct connections and bastions; -1 behind a bastion
   std::unique_ptr<detail::Tunnel> tunnel;  // behind a bastion: the channel carrying the session
+  std::unique_ptr<detail::SocketReader> reader;  // direct: what the session reads from fd
   LIBSSH2_SESSION* session = nullptr;
   LIBSSH2_AGENT* agent = nullptr;
   libssh2_agent_publickey* agent_identity = nullptr;
@@ -151,6 +154,8 @@ struct Connection {
   // Direct connections: holds a place in the handshake window (from the
   // TCP connect until logged in or torn down).
   bool in_window = false;
+  std::uint64_t socket_serial = 0;  // tells this fd's socket from an earlier one with the number
+  Clock::time_point keepalive_due{};  // libssh2_keepalive_send not before this
   int attempts = 0;               // refused or reset handshakes in a row
   Clock::time_point retry_at{};   // not before this (backoff after a reset)
 };
@@ -186,6 +191,11 @@ struct SshRunner::Impl {
   HandshakeWindow window;
   size_t handshake_retries = 0;
   unsigned jitter_state = 0x9e3779b9u;  // xorshift: backoff jitter, no global RNG
+  ReadySet ready_set;                   // the sockets run() waits on
+  std::vector<std::pair<size_t, short>> ready;  // what its last wait returned
+  std::uint64_t sockets_opened = 0;
+  LoopCounts loop_counts;
+  Clock::time_point turn_now{};  // run()'s clock, read once a turn rather than once a node
 
   Impl(std::vector<NodeEndpoint> endpoints, SshRunnerOptions opts);
 
@@ -309,6 +319,8 @@ struct SshRunner::Impl {
   void check_deadlines(Connection& c, Clock::time_point now);
 
   static short poll_events(const Connection& c);
+  void keep_alive(Connection& c, Clock::time_point now);
+  static bool waits_for_input(const Connection& c);
 
   void close_released(Connection& c);
   void run();

@@ -529,6 +529,46 @@ TEST_F(SshRunnerTest, HandshakeTimeoutAgainstASilentServer) {
   EXPECT_EQ(r.message, "node-d (127.0.0.1): connection timed out (no SSH handshake and login within 0 s)");
 }
 
+TEST_F(SshRunnerTest, WaitingForAHandshakeIsNotABusyLoop) {
+  // The server accepts and stays silent: the runner has nothing to do but
+  // wait for its banner until the connect timeout. It once took every
+  // node still logging in as work due now, and turned its loop without
+  // waiting for the whole half second.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ::listen(fd, 8);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  auto o = options();
+  o.connect_timeout = std::chrono::milliseconds(500);
+  SshRunner runner({endpoint("node-d", ntohs(address.sin_port)), endpoint("node-a")}, o);
+  std::vector<CommandOutcome> results(2);
+  for (size_t i = 0; i < 2; ++i) {
+    runner.submit(i, {"echo hi", "", {}, false}, [&results, i](const CommandOutcome& r) { results[i] = r; });
+  }
+  runner.run();
+  ::close(fd);
+  EXPECT_EQ(results[0].failure, FailureKind::ConnectTimeout);
+  EXPECT_EQ(results[1].out, "hi\n");
+  EXPECT_LT(runner.loop_counts().turns, 100u);
+}
+
+TEST_F(SshRunnerTest, ALoginReadsTheSocketAFewTimesNotOncePerByte) {
+  // libssh2 reads the server's identification line a byte at a time; the
+  // runner serves those reads from one recv() (socket_reader.hpp).
+  SshRunner runner({endpoint()}, options());
+  CommandOutcome r;
+  runner.submit(0, {"echo hi", "", {}, false}, [&r](const CommandOutcome& o) { r = o; });
+  runner.run();
+  ASSERT_EQ(r.out, "hi\n") << r.message;
+  const LoopCounts counts = runner.loop_counts();
+  EXPECT_GT(counts.socket_reads, 3u);   // the banner, key exchange, login, the command
+  EXPECT_LT(counts.socket_reads, 30u);  // not the banner's 30-odd bytes one by one
+}
+
 TEST_F(SshRunnerTest, AFailedNodeDoesNotStopTheOthers) {
   SshRunner runner({endpoint("good"), endpoint("bad", testing::free_port())}, options());
   std::vector<CommandOutcome> results(2);

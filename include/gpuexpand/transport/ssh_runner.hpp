@@ -21,6 +21,7 @@
 // node itself fails at the connect timeout.
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,6 +73,14 @@ struct SshRunnerOptions {
   std::shared_ptr<const PrivateAgent> agent;
 };
 
+// What run() did, for tests and benchmarks: the turns of its loop (each
+// one wait for the sockets, or none when something could move at once) and
+// the recv() calls on direct sessions' sockets.
+struct LoopCounts {
+  std::uint64_t turns = 0;
+  std::uint64_t socket_reads = 0;
+};
+
 class SshRunner final : public CommandRunner {
  public:
   SshRunner(std::vector<NodeEndpoint> nodes, SshRunnerOptions options);
@@ -86,6 +95,7 @@ class SshRunner final : public CommandRunner {
   size_t open_sessions() const;
   void run() override;
   size_t handshake_retries() const override;
+  LoopCounts loop_counts() const;
 
  private:
   struct Impl;
