@@ -75,8 +75,12 @@ bool glob_match(const char* pattern, const char* text) {
 bool patterns_match(const std::string& field, const std::string& host) {
   if (field.rfind("|1|", 0) == 0) return hashed_matches(field, host);
   bool matched = false;
-  std::stringstream list(field);
-  for (std::string pattern; std::getline(list, pattern, ',');) {
+  std::string pattern;
+  for (size_t start = 0; start <= field.size();) {
+    size_t end = field.find(',', start);
+    if (end == std::string::npos) end = field.size();
+    pattern.assign(field, start, end - start);
+    start = end + 1;
     const bool negated = !pattern.empty() && pattern.front() == '!';
     if (negated) pattern.erase(0, 1);
     if (glob_match(pattern.c_str(), host.c_str())) {
@@ -85,6 +89,29 @@ bool patterns_match(const std::string& field, const std::string& host) {
     }
   }
   return matched;
+}
+
+std::string lowercase(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The names a host field lists when they are all plain (no pattern
+// characters, no negation, not hashed): such an entry matches exactly
+// those names, so it can be found by name. Empty: look at it for every
+// host.
+std::vector<std::string> plain_names(const std::string& field) {
+  std::vector<std::string> names;
+  if (field.empty() || field.rfind("|1|", 0) == 0 || field.find_first_of("*?!") != std::string::npos) return {};
+  for (size_t start = 0; start <= field.size();) {
+    size_t end = field.find(',', start);
+    if (end == std::string::npos) end = field.size();
+    if (end == start) return {};  // an empty pattern matches only the empty name: leave it to the scan
+    names.push_back(lowercase(std::string_view(field).substr(start, end - start)));
+    start = end + 1;
+  }
+  return names;
 }
 
 }  // namespace
@@ -117,6 +144,13 @@ KnownHosts KnownHosts::parse(std::string_view text) {
     entry.hosts = fields[0];
     entry.key_type = fields[1];
     entry.key_blob = std::move(*blob);
+    const size_t index = known.entries_.size();
+    const auto names = plain_names(entry.hosts);
+    if (names.empty()) known.patterned_.push_back(index);
+    for (const auto& name : names) {
+      auto& indices = known.by_name_[name];
+      if (indices.empty() || indices.back() != index) indices.push_back(index);
+    }
     known.entries_.push_back(std::move(entry));
   }
   return known;
@@ -134,9 +168,18 @@ Result<KnownHosts> KnownHosts::load(const std::string& path) {
 }
 
 std::vector<const KnownHostEntry*> KnownHosts::entries_for(const std::string& host, int port) const {
+  // The entries listing the name plainly, by index, and every other one
+  // (patterns, hashed names) matched in turn, in file order: not every
+  // entry for every host, which is N×N over a fleet's known_hosts.
   const std::string name = host_for_port(host, port);
+  std::vector<size_t> candidates = patterned_;
+  if (const auto named = by_name_.find(lowercase(name)); named != by_name_.end()) {
+    candidates.insert(candidates.end(), named->second.begin(), named->second.end());
+    std::sort(candidates.begin(), candidates.end());
+  }
   std::vector<const KnownHostEntry*> out;
-  for (const auto& entry : entries_) {
+  for (size_t index : candidates) {
+    const KnownHostEntry& entry = entries_[index];
     if (patterns_match(entry.hosts, name)) out.push_back(&entry);
   }
   return out;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "gpuexpand/util/result.hpp"
@@ -50,6 +51,10 @@ class KnownHosts {
 
  private:
   std::vector<KnownHostEntry> entries_;
+  // Entries whose host field is a list of plain names, by lowercased name;
+  // the others (patterns, hashed names), in file order.
+  std::unordered_map<std::string, std::vector<size_t>> by_name_;
+  std::vector<size_t> patterned_;
 };
 
 // The line to append for a new host: "host keytype base64" or
