@@ -1,12 +1,12 @@
 #pragma once
-// The sockets SshRunner's loop waits on. Each turn the loop
-// says which sockets it wants and for what (want); wait() then blocks
-// until some are ready. The set lives in an epoll instance between turns,
-// so a wait costs the sockets that are ready, not every socket of the run:
-// with poll() every turn touched all of them, and a turn comes for nearly
-// every packet, so a run over N hosts paid N×N (measured at 200 and 1,000
-// hosts, docs/benchmarks.md). Only changes reach the kernel: a socket's
-// events when they differ from the last turn's, a socket no longer wanted.
+// The sockets SshRunner's loop waits on. Each turn the loop says which
+// sockets it wants and for what (want); wait() then blocks until some are
+// ready. The set lives in an epoll instance between turns, so the kernel's
+// share of a wait is the sockets that are ready, not every socket of the
+// run as with poll() (docs/benchmarks.md, "The loop no longer spins").
+// Only changes reach the kernel: a socket's events when they differ from
+// the last turn's, a socket no longer wanted. Without epoll, or when the
+// kernel refuses a socket, a turn is a poll() of this turn's sockets.
 
 #include <sys/epoll.h>
 
