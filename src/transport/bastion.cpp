@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "socket_reader.hpp"
+
 namespace gpuexpand::detail {
 
 namespace {
@@ -27,12 +29,8 @@ constexpr size_t kMaxInbound = 4 << 20;
 
 Tunnel* tunnel_of(void** abstract) { return static_cast<Tunnel*>(*abstract); }
 
-// What libssh2's own callbacks do, for descriptors other than the tunnel's.
-ssize_t system_recv(libssh2_socket_t socket, void* buffer, size_t length, int flags) {
-  const ssize_t n = ::recv(socket, buffer, length, flags);
-  return n < 0 ? -errno : n;
-}
-
+// What libssh2's own callbacks do, for descriptors other than the tunnel's
+// (system_recv: socket_reader.hpp).
 ssize_t system_send(libssh2_socket_t socket, const void* buffer, size_t length, int flags) {
   const ssize_t n = ::send(socket, buffer, length, flags);
   return n < 0 ? -errno : n;

@@ -17,11 +17,6 @@ constexpr size_t kSmallRead = 256;
 
 SocketReader* reader_of(void** abstract) { return static_cast<SocketReader*>(*abstract); }
 
-ssize_t system_recv(int fd, void* buffer, size_t length, int flags) {
-  const ssize_t n = ::recv(fd, buffer, length, flags);
-  return n < 0 ? -errno : n;
-}
-
 // libssh2 1.10's callback contract: bytes read, 0 at end of stream, a
 // negative errno on failure (-EAGAIN: would block). It also calls this
 // for its ssh-agent socket, which is passed through untouched.
@@ -54,6 +49,11 @@ ssize_t reader_recv(libssh2_socket_t socket, void* buffer, size_t length, int fl
 }
 
 }  // namespace
+
+ssize_t system_recv(int fd, void* buffer, size_t length, int flags) {
+  const ssize_t n = ::recv(fd, buffer, length, flags);
+  return n < 0 ? -errno : n;
+}
 
 LIBSSH2_SESSION* open_direct_session(SocketReader* reader) {
   LIBSSH2_SESSION* session = libssh2_session_init_ex(nullptr, nullptr, nullptr, reader);

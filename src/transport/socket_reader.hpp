@@ -15,6 +15,7 @@
 //    non-blocking: a blocking libssh2 waits on the socket itself.
 
 #include <libssh2.h>
+#include <sys/types.h>
 
 #include <array>
 #include <cstddef>
@@ -34,6 +35,10 @@ struct SocketReader {
 // A non-blocking libssh2 session that reads `reader->fd` through `reader`.
 // Null when libssh2 cannot allocate one.
 LIBSSH2_SESSION* open_direct_session(SocketReader* reader);
+
+// recv() in libssh2's callback terms: a negative errno on failure (what
+// its own recv does; the tunnel's callbacks use it for other sockets).
+ssize_t system_recv(int fd, void* buffer, size_t length, int flags);
 
 // poll() reported input (or an error or hang-up) on the reader's socket.
 inline void input_ready(SocketReader& reader) { reader.drained = false; }

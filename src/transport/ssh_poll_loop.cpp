@@ -129,7 +129,8 @@ void SshRunner::Impl::run() {
     }
     for (auto& b : bastions) service_bastion(b);
 
-    // Owners: a node's index, or nodes.size() + a bastion's.
+    // The sockets to wait on, each with its owner: a node's index, or
+    // nodes.size() + a bastion's.
     Clock::time_point next_deadline = Clock::now() + milliseconds(1000);
     bool tunnels_open = false;
     for (size_t i = 0; i < nodes.size(); ++i) {

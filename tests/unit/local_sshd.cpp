@@ -31,6 +31,20 @@ int free_port() {
   return ntohs(address.sin_port);
 }
 
+SilentServer::SilentServer() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 || ::listen(fd_, 8) != 0) return;
+  socklen_t length = sizeof address;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+  port_ = ntohs(address.sin_port);
+}
+
+SilentServer::~SilentServer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 namespace {
 
 bool port_accepts(int port) {

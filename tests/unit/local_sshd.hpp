@@ -36,4 +36,19 @@ int shell(const std::string& command);
 // A TCP port nothing listens on right now.
 int free_port();
 
+// A loopback listener that accepts connections (the kernel's backlog
+// does) and never speaks: an SSH server that hangs before its banner.
+class SilentServer {
+ public:
+  SilentServer();
+  ~SilentServer();
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 }  // namespace gpuexpand::testing

@@ -406,19 +406,12 @@ TEST_F(SshBastionTest, BastionRefusingTheLoginFailsEveryTarget) {
 }
 
 TEST_F(SshBastionTest, BastionNeverSpeakingSshTimesOut) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ::listen(fd, 8);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const testing::SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
   auto o = options();
-  o.bastion = bastion(ntohs(address.sin_port));
+  o.bastion = bastion(silent.port());
   o.connect_timeout = std::chrono::milliseconds(500);
   auto results = run_all({target("t0"), target("t1")}, o, "true");
-  ::close(fd);
   for (const auto& r : results) {
     EXPECT_EQ(r.failure, FailureKind::ConnectTimeout);
     EXPECT_NE(r.message.find(": via bastion 127.0.0.1: connection timed out (no SSH handshake and login"),

@@ -513,18 +513,11 @@ TEST_F(SshRunnerTest, UnresolvableName) {
 
 TEST_F(SshRunnerTest, HandshakeTimeoutAgainstASilentServer) {
   // Accepts TCP (the kernel's backlog does) but never speaks SSH.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ::listen(fd, 8);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const testing::SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
   auto o = options();
   o.connect_timeout = std::chrono::milliseconds(500);
-  auto r = run_one("true", o, endpoint("node-d", ntohs(address.sin_port)));
-  ::close(fd);
+  auto r = run_one("true", o, endpoint("node-d", silent.port()));
   EXPECT_EQ(r.failure, FailureKind::ConnectTimeout);
   EXPECT_EQ(r.message, "node-d (127.0.0.1): connection timed out (no SSH handshake and login within 0 s)");
 }
@@ -534,23 +527,16 @@ TEST_F(SshRunnerTest, WaitingForAHandshakeIsNotABusyLoop) {
   // wait for its banner until the connect timeout. It once took every
   // node still logging in as work due now, and turned its loop without
   // waiting for the whole half second.
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
-  ::listen(fd, 8);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const testing::SilentServer silent;
+  ASSERT_NE(silent.port(), 0);
   auto o = options();
   o.connect_timeout = std::chrono::milliseconds(500);
-  SshRunner runner({endpoint("node-d", ntohs(address.sin_port)), endpoint("node-a")}, o);
+  SshRunner runner({endpoint("node-d", silent.port()), endpoint("node-a")}, o);
   std::vector<CommandOutcome> results(2);
   for (size_t i = 0; i < 2; ++i) {
     runner.submit(i, {"echo hi", "", {}, false}, [&results, i](const CommandOutcome& r) { results[i] = r; });
   }
   runner.run();
-  ::close(fd);
   EXPECT_EQ(results[0].failure, FailureKind::ConnectTimeout);
   EXPECT_EQ(results[1].out, "hi\n");
   EXPECT_LT(runner.loop_counts().turns, 100u);
