@@ -213,22 +213,17 @@ json file_facts(const std::string& body) {
   return f;
 }
 
-json services_facts(const std::string& body, const std::set<std::string>& requested) {
-  json services = json::object();
+// `systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState`:
+// a block of NAME=VALUE lines per unit, by unit name without ".service".
+// An alias answers with its unit's Id (chronyd.service -> chrony.service
+// on Debian), so a name can be missing although it was asked for.
+std::map<std::string, std::map<std::string, std::string>> unit_blocks(const std::string& body) {
+  std::map<std::string, std::map<std::string, std::string>> units;
   std::map<std::string, std::string> current;
   auto flush = [&] {
-    if (current.empty()) return;
     std::string id = current["Id"];
     if (id.size() > 8 && id.compare(id.size() - 8, 8, ".service") == 0) id = id.substr(0, id.size() - 8);
-    const bool exists = current["LoadState"] != "not-found" && !current["LoadState"].empty();
-    const std::string& file_state = current["UnitFileState"];
-    json s = {{"exists", exists}};
-    if (exists) {
-      s["enabled"] = file_state == "enabled" || file_state == "enabled-runtime" || file_state == "alias";
-      s["active"] = current["ActiveState"] == "active";
-      s["state"] = current["ActiveState"];
-    }
-    if (requested.count(id)) services[id] = s;
+    if (!id.empty()) units.emplace(id, current);
     current.clear();
   };
   for (const auto& line : lines_of(body)) {
@@ -240,8 +235,67 @@ json services_facts(const std::string& body, const std::set<std::string>& reques
     if (eq != std::string::npos) current[line.substr(0, eq)] = line.substr(eq + 1);
   }
   flush();
-  // No systemd or no output: unknown, not "absent".
+  return units;
+}
+
+// What `systemctl is-active UNIT` would print: its ActiveState, and
+// "inactive" for a unit systemd does not know or did not answer for.
+std::string active_state(const std::map<std::string, std::map<std::string, std::string>>& units, const std::string& name) {
+  const auto found = units.find(name);
+  if (found == units.end()) return "inactive";
+  const auto state = found->second.find("ActiveState");
+  return state == found->second.end() || state->second.empty() ? "inactive" : state->second;
+}
+
+json services_facts(const std::map<std::string, std::map<std::string, std::string>>& units,
+                    const std::set<std::string>& requested) {
+  json services = json::object();
+  for (const auto& name : requested) {
+    const auto found = units.find(name);
+    // No systemd or no output: unknown, not "absent".
+    if (found == units.end()) continue;
+    auto field = [&](const char* key) {
+      const auto v = found->second.find(key);
+      return v == found->second.end() ? std::string() : v->second;
+    };
+    const bool exists = field("LoadState") != "not-found" && !field("LoadState").empty();
+    const std::string file_state = field("UnitFileState");
+    json s = {{"exists", exists}};
+    if (exists) {
+      s["enabled"] = file_state == "enabled" || file_state == "enabled-runtime" || file_state == "alias";
+      s["active"] = field("ActiveState") == "active";
+      s["state"] = field("ActiveState");
+    }
+    services[name] = s;
+  }
   return services;
+}
+
+// grep -H's "PATH:VALUE" lines, one key's lines together; a key whose file
+// printed nothing is missing (null).
+json sysctl_facts(const std::string& body, const std::set<std::string>& keys) {
+  json out = json::object();
+  std::map<std::string, std::string> by_path;
+  for (const auto& key : keys) by_path[sysctl_path(key)] = key;
+  std::map<std::string, std::string> values;
+  for (const auto& line : lines_of(body)) {
+    // The longest requested path the line starts with, then ':'.
+    const std::string* key = nullptr;
+    size_t taken = 0;
+    for (const auto& [path, name] : by_path) {
+      if (path.size() > taken && line.size() > path.size() && line.compare(0, path.size(), path) == 0 &&
+          line[path.size()] == ':') {
+        key = &name;
+        taken = path.size();
+      }
+    }
+    if (!key) continue;
+    const auto [at, first] = values.try_emplace(*key);
+    if (!first) at->second += '\n';
+    at->second += line.substr(taken + 1);
+  }
+  for (const auto& key : keys) out[key] = values.count(key) ? json(trimmed(values[key])) : json(nullptr);
+  return out;
 }
 
 // /proc/self/mounts escapes space, tab, newline and backslash as \ooo.
@@ -289,14 +343,14 @@ json fstab_facts(const std::string& body) {
   return entries;
 }
 
-json interfaces_facts(const std::string& links_json, const std::string& addrs_json) {
+// `ip -j -d addr show`: each link's details and its addresses.
+json interfaces_facts(const std::string& links_json) {
   json interfaces = json::array();
   json links = json::parse(links_json, nullptr, false);
-  json addrs = json::parse(addrs_json, nullptr, false);
   if (!links.is_array()) return interfaces;
   std::map<std::string, json> addresses;
-  if (addrs.is_array()) {
-    for (const auto& a : addrs) {
+  {
+    for (const auto& a : links) {
       json list = json::array();
       for (const auto& info : a.value("addr_info", json::array())) {
         if (info.contains("local")) {
@@ -461,10 +515,14 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   facts["os"] = os_facts(body("os-release"), body("kernel"), body("package-manager"));
   facts["hostname"] = trimmed(body("hostname"));
   if (std::string tz = timezone_from(body("timezone")); !tz.empty()) facts["timezone"] = tz;
-  facts["time_sync"] = time_sync_facts(body("time-sync"), body("chrony-sources"));
+  const auto units = unit_blocks(body("units"));
+  facts["time_sync"] = time_sync_facts("chrony " + active_state(units, "chrony") + "\nchronyd " +
+                                           active_state(units, "chronyd") + "\nsystemd-timesyncd " +
+                                           active_state(units, "systemd-timesyncd") + "\n",
+                                       body("chrony-sources"));
   cpu_facts(body("cpu"), facts);
 
-  facts["sysctl"] = json::object();
+  facts["sysctl"] = sysctl_facts(body("sysctls"), request.sysctl_keys);
   facts["packages"] = json::object();
   facts["files"] = json::object();
   facts["disk_free_bytes"] = json::object();
@@ -472,10 +530,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   // Requested packages the package database does not list are not installed.
   for (const auto& p : request.packages) facts["packages"][p] = nullptr;
   for (const auto& s : sections) {
-    if (s.name == "sysctl") {
-      const std::string value = trimmed(s.body);
-      facts["sysctl"][s.arg] = value == "@@missing" ? json(nullptr) : json(value);
-    } else if (s.name == "file") {
+    if (s.name == "file") {
       facts["files"][s.arg] = file_facts(s.body);
     } else if (s.name == "listing") {
       json names = json::array();
@@ -547,7 +602,7 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       }
     }
   }
-  if (!request.services.empty()) facts["services"] = services_facts(body("services"), request.services);
+  if (!request.services.empty()) facts["services"] = services_facts(units, request.services);
   if (request.apt_sources && by_name.count("apt-sources")) facts["apt_sources"] = apt_sources_facts(body("apt-sources"));
   json modules = json::array();
   for (const auto& m : lines_of(body("modules"))) {
@@ -556,11 +611,11 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   facts["kernel_modules"] = {{"loaded", modules}};
   facts["gpus"] = gpu_facts(by_name);
   add_gpu_device_files(body("gpu-device-files"), facts["gpus"]);
-  facts["network"] = {{"interfaces", interfaces_facts(body("ip-link"), body("ip-addr"))}, {"rdma", rdma_facts(by_name)}};
+  facts["network"] = {{"interfaces", interfaces_facts(body("ip-addr"))}, {"rdma", rdma_facts(by_name)}};
   facts["mounts"] = mounts_facts(body("mounts"));
   facts["fstab"] = fstab_facts(body("fstab"));
-  facts["scheduler"] = {{"slurm", slurm_facts(body("slurmd"), body("slurm-node"))},
-                        {"kubernetes", {{"kubelet_active", trimmed(body("kubelet")) == "active"}}}};
+  facts["scheduler"] = {{"slurm", slurm_facts(active_state(units, "slurmd"), body("slurm-node"))},
+                        {"kubernetes", {{"kubelet_active", active_state(units, "kubelet") == "active"}}}};
   return facts;
 }
 

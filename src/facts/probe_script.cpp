@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <set>
 
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/facts/probe.hpp"
@@ -30,6 +31,12 @@ FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& nod
   return facts_request_for(steps_to_probe(spec, node, playbooks, &node_facts));
 }
 
+std::string sysctl_path(const std::string& key) {
+  std::string path = key;
+  std::replace(path.begin(), path.end(), '.', '/');
+  return "/proc/sys/" + path;
+}
+
 // The script prints "@@gpx:SECTION [ARG]" before each section's raw output.
 // Values from the spec (paths, names, keys) are always shell-quoted; the
 // check commands were rendered by the template engine in Shell context.
@@ -51,14 +58,19 @@ std::string probe_script(const FactsRequest& request) {
   s += "m hostname; gx_lines /proc/sys/kernel/hostname\n";
   s += "m timezone; readlink /etc/localtime 2>/dev/null || cat /etc/timezone 2>/dev/null\n";
   s += "m package-manager; for t in apt-get dnf yum; do command -v $t >/dev/null 2>&1 && echo $t; done\n";
-  // One systemctl for every unit whose state is a fact: each systemctl call
-  // costs a D-Bus round trip (~20 ms on a busy node). It prints one word
-  // per unit, or nothing where systemd is not running; the padding makes
-  // $1..$5 read "inactive" then.
-  s += "set -- $(systemctl is-active chrony chronyd systemd-timesyncd slurmd kubelet 2>/dev/null) inactive inactive "
-       "inactive inactive inactive\n";
-  s += "gx_slurmd=$4 gx_kubelet=$5\n";
-  s += "m time-sync; echo \"chrony $1\"; echo \"chronyd $2\"; echo \"systemd-timesyncd $3\"\n";
+  // One systemctl for every unit whose state is a fact, the time sync
+  // daemons, slurmd and kubelet and the services steps manage: each
+  // systemctl costs a program start and a D-Bus round trip (~10-20 ms on a
+  // busy node). A block of properties per unit, by its Id; nothing where
+  // systemd is not running (every unit then reads as unknown or inactive).
+  {
+    std::set<std::string> units = {"chrony.service", "chronyd.service", "systemd-timesyncd.service", "slurmd.service",
+                                   "kubelet.service"};
+    for (const auto& name : request.services) units.insert(name + ".service");
+    std::string quoted;
+    for (const auto& unit : units) quoted += " " + shell_quote(unit);
+    s += "m units; systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState" + quoted + " 2>/dev/null\n";
+  }
   s += "m chrony-sources; command -v chronyc >/dev/null 2>&1 && timeout 5 chronyc -n -c sources 2>/dev/null\n";
   // CPUs, the first model name line, how many sockets (distinct physical
   // ids), NUMA nodes (a glob, counted by the shell) and the MemTotal line:
@@ -67,13 +79,14 @@ std::string probe_script(const FactsRequest& request) {
   s += "m cpu; nproc; awk -v numa=\"$gx_n\" 'FNR == 1 { f++ } f == 1 && /^model name/ && !m { print; m = 1 } "
        "f == 1 && /^physical id/ { p[$0] = 1 } f == 2 && /^MemTotal:/ { t = $0 } "
        "END { n = 0; for (k in p) n++; print n; print numa; if (t != \"\") print t }' /proc/cpuinfo /proc/meminfo\n";
-  for (const auto& key : request.sysctl_keys) {
-    std::string path = key;
-    std::replace(path.begin(), path.end(), '.', '/');
-    // cat, not gx_lines: dash reads a byte at a time, and an integer
-    // sysctl read from an offset past 0 is empty ("4194304" would read "4").
-    s += "m sysctl " + shell_quote(key) + "; cat " + shell_quote("/proc/sys/" + path) +
-         " 2>/dev/null || echo @@missing\n";
+  if (!request.sysctl_keys.empty()) {
+    // One grep for every key, each line "PATH:VALUE" (a missing key prints
+    // nothing): one program, not one cat per key. Not gx_lines: dash reads
+    // a byte at a time, and an integer sysctl read from an offset past 0 is
+    // empty ("4194304" would read "4").
+    std::string paths;
+    for (const auto& key : request.sysctl_keys) paths += " " + shell_quote(sysctl_path(key));
+    s += "m sysctls; grep -a -s -H ''" + paths + "; true\n";
   }
   if (!request.packages.empty() || !request.package_patterns.empty()) {
     std::string names, patterns;
@@ -129,11 +142,6 @@ std::string probe_script(const FactsRequest& request) {
     s += "m apt-sources; for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; "
          "do [ -f \"$f\" ] && { printf '@@file %s\\n' \"$f\"; cat \"$f\"; echo; }; done; true\n";
   }
-  if (!request.services.empty()) {
-    std::string units;
-    for (const auto& name : request.services) units += " " + shell_quote(name + ".service");
-    s += "m services; systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState" + units + " 2>/dev/null\n";
-  }
   s += "m modules; while read -r gx_l gx_rest; do printf '%s\\n' \"$gx_l\"; done 2>/dev/null </proc/modules\n";
   s += "m nvidia-query\n";
   s += "if command -v nvidia-smi >/dev/null 2>&1; then timeout 60 " + nvidia_smi_query_command() +
@@ -146,20 +154,19 @@ std::string probe_script(const FactsRequest& request) {
   // The GPUs' device files, which Slurm's gres.conf names (File=): present
   // whether or not nvidia-smi works. Shell builtins only: no fork per GPU.
   s += "m gpu-device-files; for f in /dev/nvidia[0-9]*; do [ -e \"$f\" ] && echo \"$f\"; done; true\n";
-  s += "m ip-link; ip -j -d link show 2>/dev/null\n";
-  s += "m ip-addr; ip -j addr show 2>/dev/null\n";
+  // `ip -d addr` prints each link's details (MTU, state, MAC, bond kind and
+  // master) with its addresses: one program for both.
+  s += "m ip-addr; ip -j -d addr show 2>/dev/null\n";
   s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";
   s += "m ibstat; command -v ibstat >/dev/null 2>&1 && timeout 20 ibstat 2>/dev/null\n";
   s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
   s += "m mounts; cat /proc/self/mounts\n";
-  s += "m fstab; cat /etc/fstab 2>/dev/null\n";
-  s += "m slurmd; echo \"$gx_slurmd\"\n";
+  s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
   s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && timeout 10 scontrol show node \"$(cat "
        "/proc/sys/kernel/hostname)\" -o 2>/dev/null\n";
-  s += "m kubelet; echo \"$gx_kubelet\"\n";
   for (const auto& path : request.free_space_paths) {
     s += "m df " + shell_quote(path) + "; p=" + shell_quote(path) +
-         "; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; df -P -B1 \"$p\" 2>/dev/null | tail -n 1\n";
+         "; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; df -P -B1 \"$p\" 2>/dev/null\n";
   }
   s += check_lines(request.checks);
   s += "m end\n";

@@ -11,8 +11,12 @@ std::string wrap_for_node(const std::string& command, bool become_sudo, std::chr
   // back. `timeout` signals the command's whole process group: TERM at the
   // limit, KILL kNodeKillGraceSeconds later. Whole seconds, rounded up.
   const long long seconds = std::max<long long>(1, (limit.count() + 999) / 1000);
-  const std::string limited = "timeout -k " + std::to_string(kNodeKillGraceSeconds) + " " + std::to_string(seconds) +
-                              " sh -c " + shell_quote(command);
+  // A script on stdin (`sh -s`, every probe and most steps) is a program
+  // and its argument already: timeout starts it itself, one shell fewer
+  // per command. Anything else may hold pipes and quotes: through sh -c.
+  const std::string body = command == "sh -s" ? command : "sh -c " + shell_quote(command);
+  const std::string limited =
+      "timeout -k " + std::to_string(kNodeKillGraceSeconds) + " " + std::to_string(seconds) + " " + body;
   // -n: never prompt (a prompt would hang the run); the whole command line,
   // pipes and all, runs as root.
   return become_sudo ? "sudo -n -- " + limited : limited;

@@ -62,7 +62,7 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   const std::string script = probe_script(request);
   EXPECT_NE(script.find("m file '/etc/it'\\''s; rm -rf /'"), std::string::npos);
   EXPECT_NE(script.find(" '$(reboot)'"), std::string::npos);
-  EXPECT_NE(script.find("m sysctl 'kernel.x`id`'"), std::string::npos);
+  EXPECT_NE(script.find(" '/proc/sys/kernel/x`id`'"), std::string::npos);
   // And it still runs to its end marker through a real shell.
   const std::string output = run_sh(script);
   auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
@@ -249,7 +249,7 @@ TEST(ProbeParser, CapturedSections) {
   request.files = {"/etc/chrony/chrony.conf", "/big"};
   request.packages = {"chrony", "jq", "gone"};
   request.services = {"chrony", "slurmd"};
-  request.sysctl_keys = {"net.ipv4.tcp_rmem"};
+  request.sysctl_keys = {"net.ipv4.tcp_rmem", "net.core.rmem_max", "vm.gone"};
   const std::string output =
       "\n@@gpx:os-release\nPRETTY_NAME=\"Rocky Linux 9.4 (Blue Onyx)\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\n"
       "VERSION_ID=\"9.4\"\n"
@@ -257,10 +257,16 @@ TEST(ProbeParser, CapturedSections) {
       "\n@@gpx:hostname\ngpu-node-001\n"
       "\n@@gpx:timezone\n../usr/share/zoneinfo/America/New_York\n"
       "\n@@gpx:package-manager\ndnf\nyum\n"
-      "\n@@gpx:time-sync\nchrony inactive\nchronyd active\nsystemd-timesyncd inactive\n"
+      // chrony.service, then chronyd.service: an alias, answered by its unit.
+      "\n@@gpx:units\nId=chrony.service\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n"
+      "Id=chrony.service\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n"
+      "Id=kubelet.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n\n"
+      "Id=slurmd.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n\n"
+      "Id=systemd-timesyncd.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n"
       "\n@@gpx:chrony-sources\n^,*,10.0.0.1,2,6,377,12,0.000012,0.000010,0.000300\n^,+,10.0.0.2,2,6,377,13,0.1,0.1,0.1\n"
       "\n@@gpx:cpu\n224\nmodel name\t: Intel(R) Xeon(R) Platinum 8480C\n2\n2\nMemTotal:       2113260544 kB\n"
-      "\n@@gpx:sysctl net.ipv4.tcp_rmem\n4096\t131072\t6291456\n"
+      "\n@@gpx:sysctls\n/proc/sys/net/ipv4/tcp_rmem:4096\t131072\t6291456\n"
+      "/proc/sys/net/core/rmem_max:1\n/proc/sys/net/core/rmem_max:2\n"
       "\n@@gpx:packages\nchrony\tii \t4.3-2\ngone\trc \t1.0-1\n"
       "\n@@gpx:file /etc/chrony/chrony.conf\n644 root root 14 regular file\n" +
       base64_encode("server x iburst") +
@@ -268,21 +274,17 @@ TEST(ProbeParser, CapturedSections) {
       "\n@@gpx:file /big\n600 root root 100000 regular file\n" +
       std::string(64, 'a') +
       "  /big\n"
-      "\n@@gpx:services\nId=chrony.service\nLoadState=loaded\nUnitFileState=enabled\nActiveState=active\n\n"
-      "Id=slurmd.service\nLoadState=not-found\nUnitFileState=\nActiveState=inactive\n"
       "\n@@gpx:modules\nnvidia_peermem\nib_ipoib\n"
       "\n@@gpx:nvidia-query\n@@missing\n"
       "\n@@gpx:gpu-device-files\n/dev/nvidia1\n/dev/nvidia0\n/dev/nvidia10\n/dev/nvidia2\n/dev/nvidia-x1\n"
-      "\n@@gpx:ip-link\n[{\"ifname\":\"lo\",\"mtu\":65536,\"operstate\":\"UNKNOWN\"},{\"ifname\":\"bond0\",\"mtu\":9000,"
+      "\n@@gpx:ip-addr\n[{\"ifname\":\"lo\",\"mtu\":65536,\"operstate\":\"UNKNOWN\"},{\"ifname\":\"bond0\",\"mtu\":9000,"
       "\"operstate\":\"UP\",\"address\":\"aa:bb:cc:dd:ee:ff\",\"linkinfo\":{\"info_kind\":\"bond\",\"info_data\":{\"mode\":"
-      "\"802.3ad\"}}},{\"ifname\":\"ens1\",\"mtu\":9000,\"operstate\":\"UP\",\"master\":\"bond0\"}]\n"
-      "\n@@gpx:ip-addr\n[{\"ifname\":\"bond0\",\"addr_info\":[{\"local\":\"10.1.0.5\",\"prefixlen\":24}]}]\n"
+      "\"802.3ad\"}},\"addr_info\":[{\"local\":\"10.1.0.5\",\"prefixlen\":24}]},{\"ifname\":\"ens1\",\"mtu\":9000,"
+      "\"operstate\":\"UP\",\"master\":\"bond0\"}]\n"
       "\n@@gpx:mounts\n/dev/sda1 / ext4 rw 0 0\nroot@ctl:/srv /mnt/my\\040data fuse.sshfs rw 0 0\n"
       "\n@@gpx:fstab\n# comment\nroot@ctl:/srv /mnt/my\\040data fuse.sshfs allow_other,_netdev 0 0\n"
-      "\n@@gpx:slurmd\nactive\n"
       "\n@@gpx:slurm-node\nNodeName=gpu-node-001 Arch=x86_64 CoresPerSocket=56 State=IDLE+DRAIN ThreadsPerCore=2 "
       "AvailableFeatures=h200,ib Gres=gpu:h200:8 Reason=acceptance: gpu count 7 [root@2026-11-30T01:00:00]\n"
-      "\n@@gpx:kubelet\ninactive\n"
       "\n@@gpx:df /var/lib/gpuexpand\n/dev/sda1 100 40 60 40% /\n"
       "\n@@gpx:check interface-mtu[ib0]\n1\n"
       "\n@@gpx:end\n";
@@ -300,6 +302,12 @@ TEST(ProbeParser, CapturedSections) {
   EXPECT_EQ(f["cpu"]["sockets"], 2);
   EXPECT_EQ(f["memory_mib"], 2063731);
   EXPECT_EQ(f["sysctl"]["net.ipv4.tcp_rmem"], "4096\t131072\t6291456");
+  // One grep answers for every key: a value over two lines keeps both, a
+  // key without a file is missing.
+  EXPECT_EQ(f["sysctl"]["net.core.rmem_max"], "1\n2");
+  EXPECT_TRUE(f["sysctl"]["vm.gone"].is_null());
+  EXPECT_EQ(f["scheduler"]["slurm"]["slurmd_active"], false);
+  EXPECT_EQ(f["scheduler"]["kubernetes"]["kubelet_active"], false);
   EXPECT_EQ(f["packages"], json::parse(R"({"chrony":"4.3-2","jq":null,"gone":null})"));
   EXPECT_EQ(f["files"]["/etc/chrony/chrony.conf"],
             json::parse(R"({"exists":true,"mode":"0644","owner":"root","group":"root","size":14,
@@ -329,7 +337,7 @@ TEST(ProbeParser, CapturedSections) {
 TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   auto slurm_of = [](const std::string& fixture) {
     const std::string body = testing::read_source_file("tests/fixtures/slurm/" + fixture);
-    const std::string output = "\n@@gpx:os-release\nID=debian\n\n@@gpx:slurmd\nactive\n\n@@gpx:slurm-node\n" + body +
+    const std::string output = "\n@@gpx:os-release\nID=debian\n\n@@gpx:units\nId=slurmd.service\nActiveState=active\n\n@@gpx:slurm-node\n" + body +
                                "\n@@gpx:end\n";
     auto parsed = parse_probe_output(output, "node-05", {}, "2026-11-30T00:00:00Z");
     EXPECT_TRUE(parsed) << parsed.error().message;

@@ -597,6 +597,8 @@ TEST(WrapForNode, TheNodeHoldsTheLimitAndSudoWrapsTheWholeCommandLine) {
   EXPECT_EQ(wrap_for_node("echo a | wc -l", true, milliseconds(1500)), "sudo -n -- timeout -k 5 2 sh -c 'echo a | wc -l'");
   EXPECT_EQ(wrap_for_node("echo 'x'", true, milliseconds(1)),
             R"(sudo -n -- timeout -k 5 1 sh -c 'echo '\''x'\''')");
+  // A script on stdin needs no shell around its shell.
+  EXPECT_EQ(wrap_for_node("sh -s", false, milliseconds(60'000)), "timeout -k 5 60 sh -s");
 }
 
 }  // namespace

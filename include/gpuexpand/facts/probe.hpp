@@ -35,6 +35,10 @@ FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& nod
 // The script for `sh -s`. Every requested value is shell-quoted.
 std::string probe_script(const FactsRequest& request);
 
+// The file under /proc/sys that holds a sysctl key ("vm.swappiness" ->
+// "/proc/sys/vm/swappiness").
+std::string sysctl_path(const std::string& key);
+
 // Turns the script's output into a facts document for `node`. Errors only
 // for output that is not the probe's at all (truncated, wrong shell).
 Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
