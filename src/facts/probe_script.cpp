@@ -121,15 +121,38 @@ std::string probe_script(const FactsRequest& request) {
     s += "m package-policy; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache policy" + names +
          " 2>/dev/null; fi\n";
   }
-  for (const auto& path : request.files) {
-    const std::string q = shell_quote(path);
-    s += "m file " + q + "\n";
-    // Small files come back whole; large and secret ones as a digest.
-    const std::string small =
-        request.secret_files.count(path) ? std::string("false") : std::string("gx_small \"$gx_st\"");
-    s += "if [ -e " + q + " ] || [ -L " + q + " ]; then gx_st=$(stat -c '%a %U %G %s %F' " + q +
-         "); echo \"$gx_st\"; if [ -f " + q + " ] && " + small + "; then base64 -w0 " + q + "; echo; elif [ -f " + q +
-         " ]; then sha256sum " + q + "; fi; fi\n";
+  if (!request.files.empty()) {
+    // One stat for every file, not one each (a spec's probe asks for tens
+    // to hundreds of files, and each program costs a fork and an exec).
+    // Its lines come in the order asked, each ending " PATH" and only for
+    // files that exist; a file whose line is not next (gone or made since,
+    // a newline in its name) is asked alone. Small files come back whole,
+    // as base64; large ones, and secret ones (gx_files 0), as a digest.
+    s += "gx_nl='\n'\n";
+    s += "gx_files() {\n"
+         "  gx_whole=$1; shift\n"
+         "  gx_all=$(stat -c '%a %U %G %s %F %n' -- \"$@\" 2>/dev/null)\n"
+         "  for f; do\n"
+         "    m file \"$f\"\n"
+         "    gx_st=${gx_all%%\"$gx_nl\"*}\n"
+         "    case $gx_st in\n"
+         "      *\" $f\") gx_st=${gx_st%\" $f\"}\n"
+         "        case $gx_all in *\"$gx_nl\"*) gx_all=${gx_all#*\"$gx_nl\"} ;; *) gx_all= ;; esac ;;\n"
+         "      *) gx_st= ;;\n"
+         "    esac\n"
+         "    { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n"
+         "    [ -n \"$gx_st\" ] || gx_st=$(stat -c '%a %U %G %s %F' -- \"$f\")\n"
+         "    echo \"$gx_st\"\n"
+         "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 1 ] && gx_small \"$gx_st\"; then base64 -w0 \"$f\"; echo\n"
+         "    elif [ -f \"$f\" ]; then sha256sum \"$f\"; fi\n"
+         "  done\n"
+         "}\n";
+    std::string whole, digest;
+    for (const auto& path : request.files) {
+      (request.secret_files.count(path) ? digest : whole) += " " + shell_quote(path);
+    }
+    if (!whole.empty()) s += "gx_files 1" + whole + "\n";
+    if (!digest.empty()) s += "gx_files 0" + digest + "\n";
   }
   for (const auto& dir : request.listed_directories) {
     // Names only, one per line; a missing directory lists nothing. Shell

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/digest.hpp"
+#include "gpuexpand/util/shell_quote.hpp"
 #include "test_support.hpp"
 
 namespace gpuexpand {
@@ -60,7 +62,7 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   request.packages.insert("$(reboot)");
   request.sysctl_keys.insert("kernel.x`id`");
   const std::string script = probe_script(request);
-  EXPECT_NE(script.find("m file '/etc/it'\\''s; rm -rf /'"), std::string::npos);
+  EXPECT_NE(script.find("gx_files 1 '/etc/it'\\''s; rm -rf /'"), std::string::npos);
   EXPECT_NE(script.find(" '$(reboot)'"), std::string::npos);
   EXPECT_NE(script.find(" '/proc/sys/kernel/x`id`'"), std::string::npos);
   // And it still runs to its end marker through a real shell.
@@ -131,6 +133,61 @@ TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {
   EXPECT_FALSE(f.contains("content"));
   EXPECT_EQ(f["sha256"], sha256_hex("secret\n"));
   ::unlink(path);
+}
+
+// One stat answers for every file; where its lines do not line up with
+// the files (one gone between that stat and the file's turn, here made by
+// a stat that drops its first line), each file is asked alone and the
+// facts are the same.
+TEST(ProbeScript, OneStatForEveryFileAndTheSameFactsWhenItsLinesDoNotLineUp) {
+  const std::string dir = ::testing::TempDir() + "gpx-probe-files";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a.conf") << "a=1\n";
+  std::ofstream(dir + "/with space.conf") << "b=2\n";
+  std::ofstream(dir + "/empty.conf");
+  std::ofstream(dir + "/large.bin") << std::string(70'000, 'x');
+  std::filesystem::create_symlink(dir + "/a.conf", dir + "/link.conf");
+  FactsRequest request;
+  request.files = {dir + "/a.conf", dir + "/with space.conf", dir + "/missing.conf", dir + "/empty.conf",
+                   dir + "/large.bin", dir + "/link.conf", dir};
+  const std::string script = probe_script(request);
+  const auto stats = [](const std::string& text) {
+    size_t n = 0;
+    for (size_t at = text.find("stat -c"); at != std::string::npos; at = text.find("stat -c", at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(stats(script), 2u) << "the batch, and the one for a file asked alone";
+  auto facts = parse_probe_output(run_sh(script), "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  const json& f = (*facts)["files"];
+  EXPECT_EQ(f[dir + "/a.conf"]["content"], "a=1\n");
+  EXPECT_EQ(f[dir + "/a.conf"]["size"], 4);
+  EXPECT_EQ(f[dir + "/with space.conf"]["content"], "b=2\n");
+  EXPECT_EQ(f[dir + "/missing.conf"], json({{"exists", false}}));
+  EXPECT_EQ(f[dir + "/empty.conf"]["content"], "");
+  EXPECT_EQ(f[dir + "/large.bin"]["sha256"], sha256_hex(std::string(70'000, 'x')));
+  EXPECT_FALSE(f[dir + "/large.bin"].contains("content"));
+  EXPECT_EQ(f[dir + "/link.conf"]["content"], "a=1\n");
+  EXPECT_FALSE(f[dir].contains("content"));
+  EXPECT_TRUE(f[dir]["exists"]);
+
+  // A shell function shadows the program: the batch loses its first line.
+  const std::string alone = ::testing::TempDir() + "gpx-probe-asked-alone";
+  std::filesystem::remove(alone);
+  const std::string shifted =
+      "stat() { if [ \"$2\" = '%a %U %G %s %F %n' ]; then command stat \"$@\" | tail -n +2; "
+      "else echo \"$4\" >>" + shell_quote(alone) + "; command stat \"$@\"; fi; }\n" + script;
+  auto again = parse_probe_output(run_sh(shifted), "here", request, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ((*again)["files"], f);
+  std::ifstream asked(alone);
+  std::string first;
+  EXPECT_TRUE(std::getline(asked, first)) << "no file was asked alone";
+  EXPECT_EQ(first, dir) << "the first file's line was the one dropped";
+  EXPECT_FALSE(std::getline(asked, first)) << "the files after it lined up again, yet " << first << " was asked alone";
+  std::filesystem::remove(alone);
+  std::filesystem::remove_all(dir);
 }
 
 // apt-cache madison's real format: versions per package, newest first,
