@@ -54,7 +54,9 @@ std::string probe_script(const FactsRequest& request) {
   // does that): regular files and the kernel's string sysctls.
   s += "gx_lines() { while IFS= read -r gx_l || [ -n \"$gx_l\" ]; do printf '%s\\n' \"$gx_l\"; done <\"$1\"; }\n";
   s += "m os-release; gx_lines /etc/os-release 2>/dev/null\n";
-  s += "m kernel; gx_lines /proc/sys/kernel/osrelease; uname -m\n";
+  // kernel.arch is uname's machine field (Linux 6.1 and later); uname on
+  // older kernels.
+  s += "m kernel; gx_lines /proc/sys/kernel/osrelease; gx_lines /proc/sys/kernel/arch 2>/dev/null || uname -m\n";
   s += "m hostname; gx_lines /proc/sys/kernel/hostname\n";
   s += "m timezone; readlink /etc/localtime 2>/dev/null || cat /etc/timezone 2>/dev/null\n";
   s += "m package-manager; for t in apt-get dnf yum; do command -v $t >/dev/null 2>&1 && echo $t; done\n";
@@ -72,13 +74,16 @@ std::string probe_script(const FactsRequest& request) {
     s += "m units; systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState" + quoted + " 2>/dev/null\n";
   }
   s += "m chrony-sources; command -v chronyc >/dev/null 2>&1 && timeout 5 chronyc -n -c sources 2>/dev/null\n";
-  // CPUs, the first model name line, how many sockets (distinct physical
+  // CPUs (the processor lines), the first model name line (an empty line
+  // where there is none, as on arm64), how many sockets (distinct physical
   // ids), NUMA nodes (a glob, counted by the shell) and the MemTotal line:
-  // two programs instead of eight.
+  // one program instead of nine.
   s += "gx_count() { [ -e \"$1\" ] || shift; gx_n=$#; }; gx_count /sys/devices/system/node/node[0-9]*\n";
-  s += "m cpu; nproc; awk -v numa=\"$gx_n\" 'FNR == 1 { f++ } f == 1 && /^model name/ && !m { print; m = 1 } "
-       "f == 1 && /^physical id/ { p[$0] = 1 } f == 2 && /^MemTotal:/ { t = $0 } "
-       "END { n = 0; for (k in p) n++; print n; print numa; if (t != \"\") print t }' /proc/cpuinfo /proc/meminfo\n";
+  s += "m cpu; awk -v numa=\"$gx_n\" 'FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
+       "f == 1 && /^model name/ && m == \"\" { m = $0 } f == 1 && /^physical id/ { p[$0] = 1 } "
+       "f == 2 && /^MemTotal:/ { t = $0 } "
+       "END { s = 0; for (k in p) s++; print n + 0; print m; print s; print numa; if (t != \"\") print t }' "
+       "/proc/cpuinfo /proc/meminfo\n";
   if (!request.sysctl_keys.empty()) {
     // One grep for every key, each line "PATH:VALUE" (a missing key prints
     // nothing): one program, not one cat per key. Not gx_lines: dash reads

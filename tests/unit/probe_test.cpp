@@ -296,6 +296,8 @@ TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {
   EXPECT_EQ(f["os"]["family"], "debian");
   EXPECT_FALSE(f["hostname"].get<std::string>().empty());
   EXPECT_GT(f["memory_mib"].get<long>(), 0);
+  EXPECT_EQ(f["cpu"]["threads"], static_cast<long>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  EXPECT_FALSE(f["os"]["arch"].get<std::string>().empty());
   EXPECT_FALSE(f["mounts"].empty());
   EXPECT_EQ(f["gpus"]["count"], 0) << "no GPU here: " << f["gpus"].dump();
   ::unlink(path);
@@ -427,6 +429,19 @@ TEST(ProbeParser, SlurmNodeStateFromCapturedScontrolOutput) {
   json missing = slurm_of("scontrol-show-node-missing.txt");
   EXPECT_EQ(missing["registered"], false) << "the controller answered: not present";
   EXPECT_TRUE(missing["node_state"].is_null());
+}
+
+// arm64's /proc/cpuinfo has no "model name" line: the probe prints an
+// empty line for it, so the counts after it stay in their places.
+TEST(ProbeParser, ACpuWithoutAModelNameKeepsItsCounts) {
+  const std::string output =
+      "\n@@gpx:cpu\n72\n\n1\n1\nMemTotal:       503316480 kB\n"
+      "\n@@gpx:end\n";
+  auto parsed = parse_probe_output(output, "gh200", {}, "2026-11-30T00:00:00Z");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ((*parsed)["cpu"], json::parse(R"({"threads":72,"sockets":1})"));
+  EXPECT_EQ((*parsed)["numa_nodes"], 1);
+  EXPECT_EQ((*parsed)["memory_mib"], 491520);
 }
 
 TEST(ProbeParser, TruncatedOutputIsAnError) {
