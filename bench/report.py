@@ -74,7 +74,7 @@ def summarise(rows):
     by_round = defaultdict(dict)
     for r in rows:
         by_round[(r["fleet"], int(r["hosts"]), r["round"])][r["case"]] = r
-    groups = defaultdict(lambda: {"wall": [], "rss": [], "cpu": [], "ratio": []})
+    groups = defaultdict(lambda: {"wall": [], "rss": [], "cpu": [], "ratio": [], "fleet_cpu": [], "bound": []})
     for (fleet, hosts, _), cases in by_round.items():
         floor = cases.get(FLOOR)
         for case, r in cases.items():
@@ -85,6 +85,11 @@ def summarise(rows):
                 g["rss"].append(int(r["peak_rss_kb"]) / 1024)
             if r["cpu_s"]:
                 g["cpu"].append(float(r["cpu_s"]))
+            # Results written before the hosts' CPU was measured have none.
+            if r.get("fleet_cpu_s"):
+                g["fleet_cpu"].append(float(r["fleet_cpu_s"]) / hosts)
+                if r["cpu_s"]:
+                    g["bound"].append((float(r["cpu_s"]) + float(r["fleet_cpu_s"])) / (os.cpu_count() or 1))
             if floor:
                 g["ratio"].append(wall / float(floor["wall_s"]))
     return groups
@@ -149,8 +154,9 @@ def table(groups, fleet):
     hosts_list = sorted({h for f, h, _ in groups if f == fleet})
     for hosts in hosts_list:
         lines.append(f"\n**{hosts} hosts**\n")
-        lines.append("| case | median | min–max | × curve25519 floor | peak RSS | CPU |")
-        lines.append("|---|---|---|---|---|---|")
+        lines.append("| case | median | min–max | × curve25519 floor | peak RSS | controller CPU "
+                     "| hosts' CPU per host | all CPU ÷ cores |")
+        lines.append("|---|---|---|---|---|---|---|---|")
         for case in CASE_ORDER:
             g = groups.get((fleet, hosts, case))
             if not g:
@@ -159,8 +165,11 @@ def table(groups, fleet):
             ratio = f"{statistics.median(g['ratio']):.2f}×" if g["ratio"] else ""
             rss = f"{statistics.median(g['rss']):.0f} MB" if g["rss"] else ""
             cpu = f"{statistics.median(g['cpu']):.2f} s" if g["cpu"] else ""
+            per_host = f"{statistics.median(g['fleet_cpu']) * 1000:.0f} ms" if g["fleet_cpu"] else ""
+            bound = fmt_s(statistics.median(g["bound"])) if g["bound"] else ""
             lines.append(f"| {LABEL.get(case, case)} | {fmt_s(statistics.median(walls))} | "
-                         f"{fmt_s(min(walls))}–{fmt_s(max(walls))} ({len(walls)} runs) | {ratio} | {rss} | {cpu} |")
+                         f"{fmt_s(min(walls))}–{fmt_s(max(walls))} ({len(walls)} runs) | {ratio} | {rss} | {cpu} "
+                         f"| {per_host} | {bound} |")
     return "\n".join(lines)
 
 
@@ -200,7 +209,14 @@ def main():
         "probe on the same cores. Within a round each case runs once, one after",
         "another; ratios are taken within a round against that round's",
         "`curve25519-sha256` floor (the key exchange libssh2 uses), then the",
-        "median is shown. A *bare* host's sessions are chrooted into a copy of",
+        "median is shown. *Controller CPU* is the `gpuexpand` or `ansible`",
+        "process's (for the floor: every `ssh` client's); *hosts' CPU* is every",
+        "host's side of the case (its sshd, the login, the probe or Ansible's",
+        "Python: `bench/fleet cpu` before and after), per host; *all CPU ÷",
+        "cores* is both over this machine's cores, the wall time the case",
+        "cannot beat here. On a real fleet each host's share runs on that",
+        "host's own cores, so the wall time there is the controller's plus one",
+        "host's share, not the sum of all hosts' shares over two cores. A *bare* host's sessions are chrooted into a copy of",
         "a factory-fresh lab node's disk (*bare-python*: the same plus Debian's",
         "python3, which Ansible needs), a *converged* host's into a copy of a",
         "lab node after `apply`, so the probe finds every tool and file a real",
