@@ -190,11 +190,15 @@ std::string probe_script(const FactsRequest& request) {
   s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
   s += "m mounts; cat /proc/self/mounts\n";
   s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
-  s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && timeout 10 scontrol show node \"$(cat "
-       "/proc/sys/kernel/hostname)\" -o 2>/dev/null\n";
+  // The hostname by the shell's read (a string sysctl), not $(cat ...).
+  s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && { read -r gx_host </proc/sys/kernel/hostname; "
+       "timeout 10 scontrol show node \"$gx_host\" -o 2>/dev/null; }\n";
   for (const auto& path : request.free_space_paths) {
+    // The nearest directory that exists (a bare node has no
+    // /var/lib/gpuexpand yet): its parent by the shell, not dirname.
     s += "m df " + shell_quote(path) + "; p=" + shell_quote(path) +
-         "; while [ ! -e \"$p\" ]; do p=$(dirname \"$p\"); done; df -P -B1 \"$p\" 2>/dev/null\n";
+         "; while [ ! -e \"$p\" ]; do case $p in */*) p=${p%/*}; p=${p:-/} ;; *) p=/ ;; esac; done; "
+         "df -P -B1 \"$p\" 2>/dev/null\n";
   }
   s += check_lines(request.checks);
   s += "m end\n";

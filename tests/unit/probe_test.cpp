@@ -275,6 +275,7 @@ TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {
   request.sysctl_keys = {"kernel.pid_max", "no.such.key"};
   request.services = {"no-such-unit-gpx"};
   request.checks = {{"passes", "true"}, {"fails", "exit 3"}};
+  request.free_space_paths = {"/tmp", "/nonexistent-gpx/a/b"};
   const std::string output = run_sh(probe_script(request));
   auto facts = parse_probe_output(output, "here", request, "2026-11-30T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
@@ -297,6 +298,10 @@ TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {
   EXPECT_FALSE(f["hostname"].get<std::string>().empty());
   EXPECT_GT(f["memory_mib"].get<long>(), 0);
   EXPECT_EQ(f["cpu"]["threads"], static_cast<long>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  // A path that does not exist yet: the free space of the directory it
+  // would be made in (here /).
+  EXPECT_GT(f["disk_free_bytes"]["/tmp"].get<long>(), 0);
+  EXPECT_GT(f["disk_free_bytes"]["/nonexistent-gpx/a/b"].get<long>(), 0);
   EXPECT_FALSE(f["os"]["arch"].get<std::string>().empty());
   EXPECT_FALSE(f["mounts"].empty());
   EXPECT_EQ(f["gpus"]["count"], 0) << "no GPU here: " << f["gpus"].dump();
