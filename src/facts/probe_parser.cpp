@@ -129,12 +129,10 @@ std::string timezone_from(const std::string& body) {
   return tz;
 }
 
-json time_sync_facts(const std::string& units, const std::string& sources) {
+// `states`: each time sync unit and its ActiveState, the preferred first.
+json time_sync_facts(const std::vector<std::pair<std::string, std::string>>& states, const std::string& sources) {
   json sync = {{"service", nullptr}, {"active", false}, {"synchronized", nullptr}, {"servers", json::array()}};
-  for (const auto& line : lines_of(units)) {
-    std::istringstream in(line);
-    std::string unit, state;
-    in >> unit >> state;
+  for (const auto& [unit, state] : states) {
     if (state == "active" && sync["service"].is_null()) {
       sync["service"] = unit == "chronyd" ? "chrony" : unit;
       sync["active"] = true;
@@ -348,18 +346,6 @@ json interfaces_facts(const std::string& links_json) {
   json interfaces = json::array();
   json links = json::parse(links_json, nullptr, false);
   if (!links.is_array()) return interfaces;
-  std::map<std::string, json> addresses;
-  {
-    for (const auto& a : links) {
-      json list = json::array();
-      for (const auto& info : a.value("addr_info", json::array())) {
-        if (info.contains("local")) {
-          list.push_back(info["local"].get<std::string>() + "/" + std::to_string(info.value("prefixlen", 0)));
-        }
-      }
-      addresses[a.value("ifname", "")] = list;
-    }
-  }
   for (const auto& link : links) {
     const std::string name = link.value("ifname", "");
     if (name.empty()) continue;
@@ -368,7 +354,13 @@ json interfaces_facts(const std::string& links_json) {
     for (auto& c : state) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     i["state"] = state;
     if (link.contains("address") && link["address"].is_string()) i["mac"] = link["address"];
-    i["addresses"] = addresses.count(name) ? addresses[name] : json::array();
+    json addresses = json::array();
+    for (const auto& info : link.value("addr_info", json::array())) {
+      if (info.contains("local")) {
+        addresses.push_back(info["local"].get<std::string>() + "/" + std::to_string(info.value("prefixlen", 0)));
+      }
+    }
+    i["addresses"] = std::move(addresses);
     if (link.contains("linkinfo") && link["linkinfo"].contains("info_kind")) {
       i["kind"] = link["linkinfo"]["info_kind"];
       if (i["kind"] == "bond") {
@@ -516,9 +508,9 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   facts["hostname"] = trimmed(body("hostname"));
   if (std::string tz = timezone_from(body("timezone")); !tz.empty()) facts["timezone"] = tz;
   const auto units = unit_blocks(body("units"));
-  facts["time_sync"] = time_sync_facts("chrony " + active_state(units, "chrony") + "\nchronyd " +
-                                           active_state(units, "chronyd") + "\nsystemd-timesyncd " +
-                                           active_state(units, "systemd-timesyncd") + "\n",
+  facts["time_sync"] = time_sync_facts({{"chrony", active_state(units, "chrony")},
+                                        {"chronyd", active_state(units, "chronyd")},
+                                        {"systemd-timesyncd", active_state(units, "systemd-timesyncd")}},
                                        body("chrony-sources"));
   cpu_facts(body("cpu"), facts);
 
