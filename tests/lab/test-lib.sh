@@ -15,6 +15,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 passed=0 failed=0
+failed_checks=()  # named again at the end: CI shows a log's head and tail
 
 # converged SPEC NODES — the precondition of a test section: NODES (a
 # --limit) applied with SPEC, so the section does not depend on what the
@@ -44,7 +45,7 @@ spec_with() {
 source "$here/lab-source.sh"
 
 ok() { passed=$((passed + 1)); echo "ok   - $*"; }
-bad() { failed=$((failed + 1)); echo "FAIL - $*"; }
+bad() { failed=$((failed + 1)); failed_checks+=("$*"); echo "FAIL - $*"; }
 check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
   local what=$1
   shift
@@ -55,6 +56,8 @@ check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
 }
 finish() {
   echo "$passed passed, $failed failed"
+  local what
+  for what in "${failed_checks[@]}"; do echo "  failed: $what"; done
   ((failed == 0))
   exit
 }
