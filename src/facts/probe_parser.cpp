@@ -178,6 +178,17 @@ void cpu_facts(const std::string& body, json& facts) {
   facts["cpu"] = cpu;
 }
 
+// Binary (a keyring): JSON strings must be UTF-8, so its digest for the
+// steps and its bytes as base64 for init's drafts.
+void set_file_content(json& f, const std::string& content) {
+  if (!first_invalid_utf8(content)) {
+    f["content"] = content;
+  } else {
+    f["sha256"] = sha256_hex(content);
+    f["content_base64"] = base64_encode(content);
+  }
+}
+
 json file_facts(const std::string& body) {
   const auto l = lines_of(body);
   if (l.empty() || l[0].empty()) return {{"exists", false}};
@@ -192,23 +203,42 @@ json file_facts(const std::string& body) {
   if (!group.empty()) f["group"] = group;
   if (auto n = to_number<long>(size)) f["size"] = *n;
   if (l.size() > 1) {
-    // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no spaces).
+    // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no
+    // spaces), or "@@bytes": its bytes come in the file-bytes section
+    // after its group (add_file_bytes).
     if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
       f["sha256"] = l[1].substr(0, 64);
+    } else if (l[1] == "@@bytes") {
+      f["bytes_pending"] = true;
     } else if (auto content = base64_decode(l[1])) {
-      // Binary (a keyring): JSON strings must be UTF-8, so its digest for
-      // the steps and its bytes as base64 for init's drafts.
-      if (!first_invalid_utf8(*content)) {
-        f["content"] = *content;
-      } else {
-        f["sha256"] = sha256_hex(*content);
-        f["content_base64"] = l[1];
-      }
+      set_file_content(f, *content);
     }
   } else if (trimmed(kind) == "regular empty file") {
     f["content"] = "";
   }
   return f;
+}
+
+// One base64 line for the small files of a gx_files group, in the order
+// they were asked, each as many bytes as its stat line said. A file that
+// changed between the stat and the read makes the sum differ: then no file
+// of the group has content (the plan leaves them to be decided on the
+// node, which is harmless; a wrong slice would not be).
+void add_file_bytes(const std::string& body, std::vector<std::string>& pending, json& files) {
+  const auto l = lines_of(body);
+  const auto bytes = base64_decode(l.empty() ? std::string() : l[0]);
+  size_t total = 0;
+  for (const auto& path : pending) total += files[path].value("size", size_t{0});
+  size_t at = 0;
+  for (const auto& path : pending) {
+    json& f = files[path];
+    f.erase("bytes_pending");
+    if (!bytes || bytes->size() != total) continue;
+    const auto size = f.value("size", size_t{0});
+    set_file_content(f, bytes->substr(at, size));
+    at += size;
+  }
+  pending.clear();
 }
 
 // `systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState`:
@@ -521,9 +551,13 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   facts["checks"] = json::object();
   // Requested packages the package database does not list are not installed.
   for (const auto& p : request.packages) facts["packages"][p] = nullptr;
+  std::vector<std::string> bytes_pending;
   for (const auto& s : sections) {
     if (s.name == "file") {
       facts["files"][s.arg] = file_facts(s.body);
+      if (facts["files"][s.arg].contains("bytes_pending")) bytes_pending.push_back(s.arg);
+    } else if (s.name == "file-bytes") {
+      add_file_bytes(s.body, bytes_pending, facts["files"]);
     } else if (s.name == "listing") {
       json names = json::array();
       for (const auto& line : lines_of(s.body)) {
@@ -539,6 +573,8 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       record_check(s, facts);
     }
   }
+  // A group whose bytes never came (the probe stopped early): no content.
+  for (const auto& path : bytes_pending) facts["files"][path].erase("bytes_pending");
   json held = json::array();
   for (const auto& line : lines_of(body("packages"))) {
     std::vector<std::string> fields;

@@ -131,12 +131,19 @@ std::string probe_script(const FactsRequest& request) {
     // to hundreds of files, and each program costs a fork and an exec).
     // Its lines come in the order asked, each ending " PATH" and only for
     // files that exist; a file whose line is not next (gone or made since,
-    // a newline in its name) is asked alone. Small files come back whole,
-    // as base64; large ones, and secret ones (gx_files 0), as a digest.
+    // a newline in its name) is asked alone. Small files come back whole:
+    // all of a group's in one base64 line after it (cat and base64: two
+    // programs, not one per file; the parser cuts it by the stat sizes),
+    // an empty one, a link or a kernel's (their stat size is not the
+    // length read) alone.
+    // Large ones, and secret ones (gx_files 0), as a digest. The files
+    // read whole are put after the arguments asked ("$@" as the list: sh
+    // has no arrays), and the asked ones shifted off at the end.
     s += "gx_nl='\n'\n";
     s += "gx_files() {\n"
          "  gx_whole=$1; shift\n"
          "  gx_all=$(stat -c '%a %U %G %s %F %n' -- \"$@\" 2>/dev/null)\n"
+         "  gx_asked=$#\n"
          "  for f; do\n"
          "    m file \"$f\"\n"
          "    gx_st=${gx_all%%\"$gx_nl\"*}\n"
@@ -148,9 +155,15 @@ std::string probe_script(const FactsRequest& request) {
          "    { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n"
          "    [ -n \"$gx_st\" ] || gx_st=$(stat -c '%a %U %G %s %F' -- \"$f\")\n"
          "    echo \"$gx_st\"\n"
-         "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 1 ] && gx_small \"$gx_st\"; then base64 -w0 \"$f\"; echo\n"
+         "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 1 ] && gx_small \"$gx_st\"; then\n"
+         "      case $f:$gx_st in\n"
+         "        /proc/*|/sys/*|*' regular empty file'|*' symbolic link') base64 -w0 \"$f\"; echo ;;\n"
+         "        *) echo @@bytes; set -- \"$@\" \"$f\" ;;\n"
+         "      esac\n"
          "    elif [ -f \"$f\" ]; then sha256sum \"$f\"; fi\n"
          "  done\n"
+         "  shift \"$gx_asked\"\n"
+         "  [ $# -eq 0 ] || { m file-bytes; cat -- \"$@\" | base64 -w0; echo; }\n"
          "}\n";
     std::string whole, digest;
     for (const auto& path : request.files) {
@@ -191,8 +204,11 @@ std::string probe_script(const FactsRequest& request) {
   s += "m mounts; cat /proc/self/mounts\n";
   s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
   // The hostname by the shell's read (a string sysctl), not $(cat ...).
-  s += "m slurm-node; command -v scontrol >/dev/null 2>&1 && { read -r gx_host </proc/sys/kernel/hostname; "
-       "timeout 10 scontrol show node \"$gx_host\" -o 2>/dev/null; }\n";
+  // Its line exported for the checks after it (slurm-registration reads
+  // it instead of asking slurmctld again).
+  s += "m slurm-node; unset GX_SLURM_NODE; command -v scontrol >/dev/null 2>&1 && { read -r gx_host </proc/sys/kernel/hostname; "
+       "GX_SLURM_NODE=$(timeout 10 scontrol show node \"$gx_host\" -o 2>/dev/null) && "
+       "printf '%s\\n' \"$GX_SLURM_NODE\" && export GX_SLURM_NODE; }\n";
   for (const auto& path : request.free_space_paths) {
     // The nearest directory that exists (a bare node has no
     // /var/lib/gpuexpand yet): its parent by the shell, not dirname.

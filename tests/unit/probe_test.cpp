@@ -190,6 +190,54 @@ TEST(ProbeScript, OneStatForEveryFileAndTheSameFactsWhenItsLinesDoNotLineUp) {
   std::filesystem::remove_all(dir);
 }
 
+// A group's small files come back in one read (cat | base64: two programs
+// whatever the count), cut by their stat sizes; a binary one keeps its
+// bytes as base64. Where a file changed between the stat and the read, the
+// sizes no longer add up and no file of the group has content (the plan
+// then leaves them to the node) rather than wrong content.
+TEST(ProbeScript, SmallFilesComeBackInOneReadAndNoneWhereTheirSizesChanged) {
+  const std::string dir = ::testing::TempDir() + "gpx-probe-bytes";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/a.conf") << "a=1\n";
+  std::ofstream(dir + "/b.bin", std::ios::binary) << std::string("\xff\x00\x01", 3);
+  std::ofstream(dir + "/c.conf") << "no newline at the end";
+  FactsRequest request;
+  request.files = {dir + "/a.conf", dir + "/b.bin", dir + "/missing", dir + "/c.conf"};
+  const std::string script = probe_script(request);
+  const std::string count = dir + "/base64-runs";
+  const std::string counted =
+      "base64() { echo run >>" + shell_quote(count) + "; command base64 \"$@\"; }\n" + script;
+  auto facts = parse_probe_output(run_sh(counted), "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  const json& f = (*facts)["files"];
+  EXPECT_EQ(f[dir + "/a.conf"]["content"], "a=1\n");
+  EXPECT_EQ(f[dir + "/c.conf"]["content"], "no newline at the end");
+  EXPECT_EQ(f[dir + "/b.bin"]["content_base64"], base64_encode(std::string("\xff\x00\x01", 3)));
+  EXPECT_EQ(f[dir + "/b.bin"]["sha256"], sha256_hex(std::string("\xff\x00\x01", 3)));
+  EXPECT_EQ(f[dir + "/missing"], json({{"exists", false}}));
+  std::ifstream runs(count);
+  size_t n = 0;
+  for (std::string line; std::getline(runs, line);) ++n;
+  EXPECT_EQ(n, 1u) << "one base64 for the three small files";
+
+  // A cat that reads one byte more than stat said (a file grown between them).
+  const std::string grown = "cat() { command cat \"$@\"; printf x; }\n" + script;
+  auto again = parse_probe_output(run_sh(grown), "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_TRUE(schema_problems(*again).empty());
+  for (const char* name : {"/a.conf", "/b.bin", "/c.conf"}) {
+    const json& g = (*again)["files"][dir + name];
+    EXPECT_TRUE(g["exists"]) << name;
+    EXPECT_EQ(g["size"], f[dir + name]["size"]) << name;
+    EXPECT_FALSE(g.contains("content") || g.contains("sha256") || g.contains("content_base64") ||
+                 g.contains("bytes_pending"))
+        << name << ": " << g.dump();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // apt-cache madison's real format: versions per package, newest first,
 // each once even when two sources offer it.
 TEST(ProbeParser, PackageCandidatesFromMadison) {

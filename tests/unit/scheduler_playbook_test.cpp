@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "gpuexpand/exec/checkpoint.hpp"
@@ -280,6 +281,27 @@ TEST_F(SchedulerPlaybook, SlurmRegistrationCheckOnCapturedLines) {
   ASSERT_EQ(::unlink((dir_ + "/var/accepted.json").c_str()), 0);
   EXPECT_EQ(check_with("scontrol-show-node-idle.txt"), 1) << "not accepted and not held";
   EXPECT_EQ(check_with("scontrol-show-node-idle.txt", "", true), 0) << "held in its reservation";
+}
+
+// Inside the facts probe the check reads the probe's own `scontrol show
+// node` line (GX_SLURM_NODE, asked by the hostname) when it is this node's:
+// one RPC to slurmctld per node and probe. Another node's line (a hostname
+// that is not the node's name) is not taken for it.
+TEST_F(SchedulerPlaybook, SlurmRegistrationCheckReadsTheProbesLineForThisNode) {
+  const auto steps = scheduler_steps("examples/lab-rack.yaml");
+  const std::string check = step(steps, "slurm-registration").params["check"];
+  std::ofstream(dir_ + "/var/accepted.json") << "{}";
+  const std::string log = dir_ + "/scontrol.log";
+  tool("scontrol", "echo \"$*\" >> " + log + "; exit 1");
+  std::string line = testing::read_file(testing::source_path("tests/fixtures/slurm/scontrol-show-node-idle.txt"));
+  line = line.substr(0, line.find('\n'));
+  ASSERT_EQ(line.rfind("NodeName=node-05 ", 0), 0u);
+  const std::string this_node = "NodeName=node-01 " + line.substr(17);
+  EXPECT_EQ(run("GX_SLURM_NODE=" + shell_quote(this_node) + "; export GX_SLURM_NODE\n" + check).first, 0);
+  EXPECT_FALSE(std::filesystem::exists(log)) << "scontrol asked again: " << testing::read_file(log);
+  EXPECT_EQ(run("GX_SLURM_NODE=" + shell_quote(line) + "; export GX_SLURM_NODE\n" + check).first, 1)
+      << "node-05's line is not node-01's";
+  EXPECT_EQ(testing::read_file(log), "show node node-01 -o\n");
 }
 
 // mode: static. The node's NodeName line is written on the controller (a
