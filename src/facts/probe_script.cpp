@@ -11,17 +11,26 @@
 namespace gpuexpand {
 namespace {
 
-// Checks are read-only by contract; bounded in time all the same.
+// Checks are read-only by contract; bounded in time all the same, by one
+// `timeout` and one `sh` for all of a script's checks: each check runs in
+// a subshell of that sh (a fork, where its own `timeout` and `sh -c` were
+// three programs, and a node's probe runs 4-20 checks). A check that hangs
+// uses up the bound; its answer and those after it are then missing, and
+// a step whose check has no answer is decided on the node. The exit code,
+// then the last line the check printed (at most 200 bytes): what a check
+// says about itself ("MTU 1500, wanted 9000") becomes the plan's reason.
+// Shell builtins only past the check itself; the check sees no positional
+// parameters, as under sh -c.
 std::string check_lines(const std::map<std::string, std::string>& checks) {
-  std::string s;
-  for (const auto& [key, command] : checks) {
-    // The exit code, then the last line the check printed (at most 200
-    // bytes): what a check says about itself ("MTU 1500, wanted 9000")
-    // becomes the plan's reason. Shell builtins only past the check itself.
-    s += "m check " + shell_quote(key) + "; o=$(timeout 60 sh -c " + shell_quote(command) +
-         " </dev/null 2>/dev/null); echo $?; o=${o##*\n}; printf '%.200s\\n' \"$o\"\n";
-  }
-  return s;
+  if (checks.empty()) return "";
+  std::string inner =
+      "m() { printf '\\n@@gpx:%s\\n' \"$*\"; }\n"
+      "gx_check() {\n"
+      "  m check \"$1\"; gx_c=$2; shift 2\n"
+      "  o=$(eval \"$gx_c\" </dev/null 2>/dev/null); echo $?; o=${o##*\n}; printf '%.200s\\n' \"$o\"\n"
+      "}\n";
+  for (const auto& [key, command] : checks) inner += "gx_check " + shell_quote(key) + " " + shell_quote(command) + "\n";
+  return "timeout " + std::to_string(kChecksTimeoutSeconds) + " sh -c " + shell_quote(inner) + " </dev/null 2>/dev/null\n";
 }
 
 }  // namespace

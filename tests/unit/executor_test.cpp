@@ -69,7 +69,7 @@ TEST(Executor, AControllerQuestionRightAfterAPhaseLeadsToTheNextPhase) {
   std::set<std::string> done;  // the runs that happened, on either host
   std::vector<std::string> asked;  // "node probe", "ctl checks", "node run-a", …
   // (Keys and checks here are bare words: shell_quote leaves them unquoted.)
-  const std::regex check_key(R"(m check ([A-Za-z0-9_-]+);)");
+  const std::regex check_key(R"(gx_check ([A-Za-z0-9_-]+) )");
   auto checks_output = [&](const std::string& script) {
     std::string out;
     for (std::sregex_iterator it(script.begin(), script.end(), check_key), end; it != end; ++it) {
@@ -123,7 +123,7 @@ struct CountingController {
   std::set<std::string> configured;               // nodes whose step b ran
   bool converged = true;
   CommandOutcome answer(const CommandRequest& request) {
-    static const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(m check ([A-Za-z0-9_-]+);)");
+    static const std::regex node_line(R"(m node ([A-Za-z0-9_-]+))"), check_line(R"(^gx_check ([A-Za-z0-9_-]+) )");
     const std::string& script = request.stdin_data;
     if (script.rfind("# gpuexpand facts probe", 0) == 0) return ok("\n@@gpx:hostname\nx\n\n@@gpx:end\n");
     if (script.rfind("# gpuexpand: what a node's steps need from this controller", 0) != 0) {
@@ -256,7 +256,7 @@ TEST(Executor, ACheckRenderedWithOlderFactsDoesNotDecide) {
 
   std::string hostname = "n1", configured_for = "n1";  // s is converged for the old name
   bool host_done = false;
-  const std::regex check(R"(m check ([A-Za-z0-9_-]+); o=\$\(timeout 60 sh -c ([A-Za-z0-9_.-]+) )");
+  const std::regex check(R"(gx_check ([A-Za-z0-9_-]+) ([A-Za-z0-9_.-]+))");
   size_t checks_answered = 0;
   ScriptedRunner runner([&](size_t, const CommandRequest& request) {
     const std::string& script = request.stdin_data;

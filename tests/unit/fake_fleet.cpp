@@ -56,7 +56,7 @@ CommandOutcome FakeFleet::answer(size_t index, const CommandRequest& request) {
   }
   if (kind == "probe") {
     std::string out = "\n@@gpx:hostname\nn" + std::to_string(index) + "\n";
-    static const std::regex check_key(R"(m check ([A-Za-z0-9_-]+);)");
+    static const std::regex check_key(R"(gx_check ([A-Za-z0-9_-]+) )");
     for (std::sregex_iterator it(script.begin(), script.end(), check_key), end; it != end; ++it) {
       const std::string key = (*it)[1];
       out += "\n@@gpx:check " + key + "\n" + (n.ran.count("run-" + key) ? "0" : "1") + "\n";

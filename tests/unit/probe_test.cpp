@@ -110,11 +110,21 @@ TEST(ProbeScript, PackagePatternsReportTheInstalledMatches) {
 // about itself becomes the plan's reason.
 TEST(ProbeScript, ChecksSayWhatIsWrong) {
   FactsRequest request;
-  request.checks = {{"mtu", "echo probing; echo 'MTU 1500, wanted 9000'; exit 1"}, {"quiet", "exit 3"}, {"ok", "true"}};
-  auto facts = parse_probe_output(run_sh(probe_script(request)), "here", request, "2026-12-02T00:00:00Z");
+  request.checks = {{"mtu", "echo probing; echo 'MTU 1500, wanted 9000'; exit 1"},
+                    {"quiet", "exit 3"},
+                    {"ok", "true"},
+                    // Each check runs alone in its subshell: a syntax error,
+                    // an exit or a variable of one touches no other, and a
+                    // check sees no positional parameters, as under sh -c.
+                    {"a-broken", "if then fi ("},
+                    {"b-sets", "gx_c=changed; o=changed; m() { exit 7; }; exit 0"},
+                    {"c-args", "[ $# -eq 0 ] || exit 9; echo \"sees $gx_c\" | cut -c1-4; exit 5"}};
+  const std::string script = probe_script(request);
+  EXPECT_EQ(script.find("timeout 60 sh -c"), std::string::npos) << "one timeout for all checks, not one each";
+  auto facts = parse_probe_output(run_sh(script), "here", request, "2026-12-02T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
-  EXPECT_EQ((*facts)["checks"], json({{"mtu", 1}, {"quiet", 3}, {"ok", 0}}));
-  EXPECT_EQ((*facts)["check_output"], json({{"mtu", "MTU 1500, wanted 9000"}}));
+  EXPECT_EQ((*facts)["checks"], json({{"mtu", 1}, {"quiet", 3}, {"ok", 0}, {"a-broken", 2}, {"b-sets", 0}, {"c-args", 5}}));
+  EXPECT_EQ((*facts)["check_output"], json({{"mtu", "MTU 1500, wanted 9000"}, {"c-args", "sees"}}));
   EXPECT_TRUE(schema_problems(*facts).empty());
 }
 
