@@ -213,11 +213,13 @@ std::string probe_script(const FactsRequest& request) {
   s += "m mounts; cat /proc/self/mounts\n";
   s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
   // The hostname by the shell's read (a string sysctl), not $(cat ...).
-  // Its line exported for the checks after it (slurm-registration reads
-  // it instead of asking slurmctld again).
+  // Printed whatever scontrol's exit: "Node X not found" (exit 1) is how
+  // the facts know the node is not registered. Exported for the checks
+  // after it (slurm-registration reads a NodeName line of its node
+  // instead of asking slurmctld again).
   s += "m slurm-node; unset GX_SLURM_NODE; command -v scontrol >/dev/null 2>&1 && { read -r gx_host </proc/sys/kernel/hostname; "
-       "GX_SLURM_NODE=$(timeout 10 scontrol show node \"$gx_host\" -o 2>/dev/null) && "
-       "printf '%s\\n' \"$GX_SLURM_NODE\" && export GX_SLURM_NODE; }\n";
+       "GX_SLURM_NODE=$(timeout 10 scontrol show node \"$gx_host\" -o 2>/dev/null); "
+       "printf '%s\\n' \"$GX_SLURM_NODE\"; export GX_SLURM_NODE; }\n";
   for (const auto& path : request.free_space_paths) {
     // The nearest directory that exists (a bare node has no
     // /var/lib/gpuexpand yet): its parent by the shell, not dirname.

@@ -248,6 +248,27 @@ TEST(ProbeScript, SmallFilesComeBackInOneReadAndNoneWhereTheirSizesChanged) {
   std::filesystem::remove_all(dir);
 }
 
+// The probe's scontrol answer decides `registered`: its NodeName line, its
+// "not found" (scontrol exits 1 and says so on stdout), or nothing at all
+// (no controller to ask). Stand-ins by shell functions: `timeout` runs
+// its command as a function would.
+TEST(ProbeScript, TheSlurmLineWhateverScontrolExitsWith) {
+  const FactsRequest request;
+  const std::string script = probe_script(request);
+  auto registered = [&](const std::string& scontrol_body) {
+    const std::string stand_ins = "timeout() { shift; \"$@\"; }\nscontrol() { " + scontrol_body + "; }\n";
+    auto facts = parse_probe_output(run_sh(stand_ins + script), "here", request, "2026-12-07T00:00:00Z");
+    EXPECT_TRUE(facts) << facts.error().message;
+    return facts ? (*facts)["scheduler"]["slurm"]["registered"] : json();
+  };
+  const std::string missing =
+      testing::read_file(testing::source_path("tests/fixtures/slurm/scontrol-show-node-missing.txt"));
+  EXPECT_EQ(registered("printf %s " + shell_quote(missing) + "; return 1"), json(false)) << "not found, exit 1";
+  EXPECT_EQ(registered("echo 'NodeName=here Arch=x86_64 State=IDLE'"), json(true));
+  EXPECT_EQ(registered("echo 'slurm_load_node error: Unable to contact slurm controller' >&2; return 1"), json())
+      << "no controller: not known either way";
+}
+
 // apt-cache madison's real format: versions per package, newest first,
 // each once even when two sources offer it.
 TEST(ProbeParser, PackageCandidatesFromMadison) {
