@@ -189,7 +189,10 @@ void set_file_content(json& f, const std::string& content) {
   }
 }
 
-json file_facts(const std::string& body) {
+// `bytes_follow`: the file's bytes come in the file-bytes section after
+// its group (add_file_bytes).
+json file_facts(const std::string& body, bool& bytes_follow) {
+  bytes_follow = false;
   const auto l = lines_of(body);
   if (l.empty() || l[0].empty()) return {{"exists", false}};
   std::istringstream in(l[0]);
@@ -204,12 +207,11 @@ json file_facts(const std::string& body) {
   if (auto n = to_number<long>(size)) f["size"] = *n;
   if (l.size() > 1) {
     // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no
-    // spaces), or "@@bytes": its bytes come in the file-bytes section
-    // after its group (add_file_bytes).
+    // spaces), or "@@bytes" where its bytes come after its group.
     if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
       f["sha256"] = l[1].substr(0, 64);
     } else if (l[1] == "@@bytes") {
-      f["bytes_pending"] = true;
+      bytes_follow = true;
     } else if (auto content = base64_decode(l[1])) {
       set_file_content(f, *content);
     }
@@ -229,14 +231,14 @@ void add_file_bytes(const std::string& body, std::vector<std::string>& pending, 
   const auto bytes = base64_decode(l.empty() ? std::string() : l[0]);
   size_t total = 0;
   for (const auto& path : pending) total += files[path].value("size", size_t{0});
-  size_t at = 0;
-  for (const auto& path : pending) {
-    json& f = files[path];
-    f.erase("bytes_pending");
-    if (!bytes || bytes->size() != total) continue;
-    const auto size = f.value("size", size_t{0});
-    set_file_content(f, bytes->substr(at, size));
-    at += size;
+  if (bytes && bytes->size() == total) {
+    size_t at = 0;
+    for (const auto& path : pending) {
+      json& f = files[path];
+      const auto size = f.value("size", size_t{0});
+      set_file_content(f, bytes->substr(at, size));
+      at += size;
+    }
   }
   pending.clear();
 }
@@ -554,8 +556,9 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   std::vector<std::string> bytes_pending;
   for (const auto& s : sections) {
     if (s.name == "file") {
-      facts["files"][s.arg] = file_facts(s.body);
-      if (facts["files"][s.arg].contains("bytes_pending")) bytes_pending.push_back(s.arg);
+      bool bytes_follow = false;
+      facts["files"][s.arg] = file_facts(s.body, bytes_follow);
+      if (bytes_follow) bytes_pending.push_back(s.arg);
     } else if (s.name == "file-bytes") {
       add_file_bytes(s.body, bytes_pending, facts["files"]);
     } else if (s.name == "listing") {
@@ -573,8 +576,6 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
       record_check(s, facts);
     }
   }
-  // A group whose bytes never came (the probe stopped early): no content.
-  for (const auto& path : bytes_pending) facts["files"][path].erase("bytes_pending");
   json held = json::array();
   for (const auto& line : lines_of(body("packages"))) {
     std::vector<std::string> fields;

@@ -21,6 +21,8 @@ namespace {
 // says about itself ("MTU 1500, wanted 9000") becomes the plan's reason.
 // Shell builtins only past the check itself; the check sees no positional
 // parameters, as under sh -c.
+constexpr int kChecksTimeoutSeconds = 120;
+
 std::string check_lines(const std::map<std::string, std::string>& checks) {
   if (checks.empty()) return "";
   std::string inner =
@@ -144,8 +146,8 @@ std::string probe_script(const FactsRequest& request) {
     // all of a group's in one base64 line after it (cat and base64: two
     // programs, not one per file; the parser cuts it by the stat sizes),
     // an empty one, a link or a kernel's (their stat size is not the
-    // length read) alone.
-    // Large ones, and secret ones (gx_files 0), as a digest. The files
+    // length read) alone. Large ones, and secret ones (gx_files 0), as a
+    // digest. The files
     // read whole are put after the arguments asked ("$@" as the list: sh
     // has no arrays), and the asked ones shifted off at the end.
     s += "gx_nl='\n'\n";

@@ -22,9 +22,6 @@ namespace gpuexpand {
 
 // The first line of each script, so a reader of a node's process list (or
 // a test's fake node) can tell them apart.
-// How long all of one script's checks may take together (probe_script,
-// controller_check_script): a check that hangs is cut off there.
-inline constexpr int kChecksTimeoutSeconds = 120;
 inline constexpr const char* kProbeScriptHeader = "# gpuexpand facts probe: read-only, one round trip\n";
 inline constexpr const char* kControllerScriptHeader =
     "# gpuexpand: what a node's steps need from this controller (read-only)\n";
