@@ -67,6 +67,15 @@ emulator_tests() {
   out=$(NVIDIA_LAB_LOADED=550.90.07 "$smi" --query-gpu=pci.device_id,power.limit --format=csv | head -1)
   check "--query-gpu headers come from the real H200 capture" test "$out" == "pci.device_id, power.limit [W]"
   check "-L lists 8 GPUs" test "$(NVIDIA_LAB_LOADED=550.90.07 "$smi" -L | grep -c '^GPU [0-7]: NVIDIA H200 (UUID: GPU-')" == 8
+  # A real nvidia-smi is one process: the stand-in's answer to the probe's
+  # query needs no other program (no PATH), so it costs the probe one exec.
+  out=$(env -i PATH=/nonexistent NVIDIA_LAB_LOADED=550.90.07 /bin/bash "$smi" --query-gpu=index,uuid,serial --format=csv,noheader)
+  check "--query-gpu=index,uuid,serial: 8 distinct UUIDs and serials, no program started (no PATH)" \
+    test "$(grep -cE '^[0-7], GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}, 1650[0-9]{9}$' <<<"$out")" == 8 -a \
+    "$(cut -d, -f2 <<<"$out" | sort -u | wc -l)" == 8 -a "$(cut -d, -f3 <<<"$out" | sort -u | wc -l)" == 8
+  check "the same UUIDs on every call, other ones on another machine id" \
+    test "$out" == "$(env -i PATH=/nonexistent NVIDIA_LAB_LOADED=550.90.07 /bin/bash "$smi" --query-gpu=index,uuid,serial --format=csv,noheader)" -a \
+    "$out" != "$(env -i PATH=/nonexistent HOSTNAME=other NVIDIA_LAB_LOADED=550.90.07 NVIDIA_LAB_MACHINE_ID=/dev/null /bin/bash "$smi" --query-gpu=index,uuid,serial --format=csv,noheader)"
   out=$(NVIDIA_LAB_LOADED=550.90.07 "$smi" -q)
   check "-q: 8 GPU blocks, driver version, H200 memory" \
     test "$(grep -c '^GPU 00000000:' <<<"$out")" == 8 -a \
