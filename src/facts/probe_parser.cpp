@@ -10,6 +10,7 @@
 #include <map>
 #include <algorithm>
 #include <sstream>
+#include <set>
 
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
@@ -189,10 +190,13 @@ void set_file_content(json& f, const std::string& content) {
   }
 }
 
-// `bytes_follow`: the file's bytes come in the file-bytes section after
-// its group (add_file_bytes).
-json file_facts(const std::string& body, bool& bytes_follow) {
-  bytes_follow = false;
+// Where a file's content comes after the files (gx_files): its bytes in
+// the file-bytes section (add_file_bytes), its digest in file-digests
+// (add_file_digests).
+enum class Follows { nothing, bytes, digest };
+
+json file_facts(const std::string& body, Follows& follows) {
+  follows = Follows::nothing;
   const auto l = lines_of(body);
   if (l.empty() || l[0].empty()) return {{"exists", false}};
   std::istringstream in(l[0]);
@@ -207,11 +211,14 @@ json file_facts(const std::string& body, bool& bytes_follow) {
   if (auto n = to_number<long>(size)) f["size"] = *n;
   if (l.size() > 1) {
     // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no
-    // spaces), or "@@bytes" where its bytes come after its group.
+    // spaces), or "@@bytes" / "@@digest" where its bytes / digest come
+    // after the files.
     if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
       f["sha256"] = l[1].substr(0, 64);
     } else if (l[1] == "@@bytes") {
-      bytes_follow = true;
+      follows = Follows::bytes;
+    } else if (l[1] == "@@digest") {
+      follows = Follows::digest;
     } else if (auto content = base64_decode(l[1])) {
       set_file_content(f, *content);
     }
@@ -239,6 +246,23 @@ void add_file_bytes(const std::string& body, std::vector<std::string>& pending, 
       set_file_content(f, bytes->substr(at, size));
       at += size;
     }
+  }
+  pending.clear();
+}
+
+// One sha256sum for the secret files: "HASH  PATH" lines in the order
+// asked, matched by path. A file gone before sha256sum read it has no line
+// (and no digest: the plan leaves it to the node); a path sha256sum had to
+// escape (a backslash or newline in it) begins its line with "\\" and
+// matches nothing, likewise.
+void add_file_digests(const std::string& body, std::vector<std::string>& pending, json& files) {
+  std::set<std::string> wanted(pending.begin(), pending.end());
+  for (const auto& line : lines_of(body)) {
+    if (line.size() <= 66 || line.compare(64, 2, "  ") != 0) continue;
+    const std::string hash = line.substr(0, 64);
+    const std::string path = line.substr(66);
+    if (hash.find_first_not_of("0123456789abcdef") != std::string::npos || !wanted.count(path)) continue;
+    files[path]["sha256"] = hash;
   }
   pending.clear();
 }
@@ -553,14 +577,17 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
   facts["checks"] = json::object();
   // Requested packages the package database does not list are not installed.
   for (const auto& p : request.packages) facts["packages"][p] = nullptr;
-  std::vector<std::string> bytes_pending;
+  std::vector<std::string> bytes_pending, digests_pending;
   for (const auto& s : sections) {
     if (s.name == "file") {
-      bool bytes_follow = false;
-      facts["files"][s.arg] = file_facts(s.body, bytes_follow);
-      if (bytes_follow) bytes_pending.push_back(s.arg);
+      Follows follows = Follows::nothing;
+      facts["files"][s.arg] = file_facts(s.body, follows);
+      if (follows == Follows::bytes) bytes_pending.push_back(s.arg);
+      if (follows == Follows::digest) digests_pending.push_back(s.arg);
     } else if (s.name == "file-bytes") {
       add_file_bytes(s.body, bytes_pending, facts["files"]);
+    } else if (s.name == "file-digests") {
+      add_file_digests(s.body, digests_pending, facts["files"]);
     } else if (s.name == "listing") {
       json names = json::array();
       for (const auto& line : lines_of(s.body)) {

@@ -22,6 +22,10 @@ namespace {
 // Shell builtins only past the check itself; the check sees no positional
 // parameters, as under sh -c.
 constexpr int kChecksTimeoutSeconds = 120;
+// Between a gx_files call's secret files and the ones it may read whole: a
+// path no file can have (/dev/null is not a directory), so stat prints
+// nothing for it.
+constexpr const char* kWholeFilesMark = "/dev/null/gx-whole";
 
 std::string check_lines(const std::map<std::string, std::string>& checks) {
   if (checks.empty()) return "";
@@ -88,22 +92,39 @@ std::string probe_script(const FactsRequest& request) {
   // CPUs (the processor lines), the first model name line (an empty line
   // where there is none, as on arm64), how many sockets (distinct physical
   // ids), NUMA nodes (a glob, counted by the shell) and the MemTotal line:
-  // one program instead of nine.
+  // one program instead of nine. The same awk then prints the small text
+  // files other sections want, each under its own marker (the arguments
+  // after /proc/meminfo: "@SECTION" and that section's files), in the form
+  // those sections always had: sysctls as grep -H's "PATH:VALUE" lines
+  // (not the shell's read: dash reads a byte at a time, and an integer
+  // sysctl read from an offset past 0 is empty), the mount table, and
+  // each apt source file after "@@file PATH". One program, where a grep
+  // and a cat per file were.
   s += "gx_count() { [ -e \"$1\" ] || shift; gx_n=$#; }; gx_count /sys/devices/system/node/node[0-9]*\n";
-  s += "m cpu; awk -v numa=\"$gx_n\" 'FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
+  std::string reads = " @mounts /proc/self/mounts";
+  if (!request.sysctl_keys.empty()) {
+    reads += " @sysctls";
+    for (const auto& key : request.sysctl_keys) reads += " " + shell_quote(sysctl_path(key));
+  }
+  if (request.apt_sources) {
+    // Each source file whole (they are small); a pattern nothing matched
+    // stays as it is and reads as nothing.
+    reads += " @apt-sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources";
+  }
+  s += "m cpu; awk -v numa=\"$gx_n\" '"
+       "BEGIN { for (i = 3; i < ARGC; i++) { extra[i] = ARGV[i]; ARGV[i] = \"\" } } "
+       "FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
        "f == 1 && /^model name/ && m == \"\" { m = $0 } f == 1 && /^physical id/ { p[$0] = 1 } "
        "f == 2 && /^MemTotal:/ { t = $0 } "
-       "END { s = 0; for (k in p) s++; print n + 0; print m; print s; print numa; if (t != \"\") print t }' "
-       "/proc/cpuinfo /proc/meminfo\n";
-  if (!request.sysctl_keys.empty()) {
-    // One grep for every key, each line "PATH:VALUE" (a missing key prints
-    // nothing): one program, not one cat per key. Not gx_lines: dash reads
-    // a byte at a time, and an integer sysctl read from an offset past 0 is
-    // empty ("4194304" would read "4").
-    std::string paths;
-    for (const auto& key : request.sysctl_keys) paths += " " + shell_quote(sysctl_path(key));
-    s += "m sysctls; grep -a -s -H ''" + paths + "; true\n";
-  }
+       "END { s = 0; for (k in p) s++; print n + 0; print m; print s; print numa; if (t != \"\") print t\n"
+       "  for (i = 3; i < ARGC; i++) {\n"
+       "    a = extra[i]\n"
+       "    if (substr(a, 1, 1) == \"@\") { sec = substr(a, 2); printf \"\\n@@gpx:%s\\n\", sec; continue }\n"
+       "    r = (getline l < a); if (r < 0) continue\n"
+       "    if (sec == \"apt-sources\") print \"@@file \" a\n"
+       "    while (r > 0) { if (sec == \"sysctls\") print a \":\" l; else print l; r = (getline l < a) }\n"
+       "    close(a); if (sec == \"apt-sources\") print \"\"\n"
+       "  } }' /proc/cpuinfo /proc/meminfo" + reads + "\n";
   if (!request.packages.empty() || !request.package_patterns.empty()) {
     std::string names, patterns;
     for (const auto& p : request.packages) names += " " + shell_quote(p);
@@ -142,20 +163,26 @@ std::string probe_script(const FactsRequest& request) {
     // to hundreds of files, and each program costs a fork and an exec).
     // Its lines come in the order asked, each ending " PATH" and only for
     // files that exist; a file whose line is not next (gone or made since,
-    // a newline in its name) is asked alone. Small files come back whole:
-    // all of a group's in one base64 line after it (cat and base64: two
-    // programs, not one per file; the parser cuts it by the stat sizes),
-    // an empty one, a link or a kernel's (their stat size is not the
-    // length read) alone. Large ones, and secret ones (gx_files 0), as a
-    // digest. The files
-    // read whole are put after the arguments asked ("$@" as the list: sh
-    // has no arrays), and the asked ones shifted off at the end.
+    // a newline in its name) is asked alone. Secret files (before the
+    // kWholeFilesMark) come back as digests, all from one sha256sum after
+    // the files; small files after the mark whole, all of them in one
+    // base64 line (cat and base64: two programs, not one per file; the
+    // parser cuts it by the stat sizes); an empty one, a link or a
+    // kernel's (their stat size is not the length read) alone, a large
+    // one as a digest of its own. The files to digest, then the files to
+    // read, are put after the arguments asked ("$@" as the list: sh has
+    // no arrays), and the asked ones shifted off at the end.
     s += "gx_nl='\n'\n";
+    // CMD with the first N of ARGS, by the shell alone.
+    s += "gx_head() { gx_k=$1 gx_c=$2; shift 2; gx_n=$#\n"
+         "  for gx_f; do [ \"$gx_k\" -gt 0 ] && set -- \"$@\" \"$gx_f\"; gx_k=$((gx_k - 1)); done\n"
+         "  shift \"$gx_n\"; \"$gx_c\" -- \"$@\"; }\n";
     s += "gx_files() {\n"
-         "  gx_whole=$1; shift\n"
+         "  gx_whole=0 gx_nd=0\n"
          "  gx_all=$(stat -c '%a %U %G %s %F %n' -- \"$@\" 2>/dev/null)\n"
          "  gx_asked=$#\n"
          "  for f; do\n"
+         "    [ \"$f\" = " + std::string(kWholeFilesMark) + " ] && { gx_whole=1; continue; }\n"
          "    m file \"$f\"\n"
          "    gx_st=${gx_all%%\"$gx_nl\"*}\n"
          "    case $gx_st in\n"
@@ -166,7 +193,8 @@ std::string probe_script(const FactsRequest& request) {
          "    { [ -e \"$f\" ] || [ -L \"$f\" ]; } || continue\n"
          "    [ -n \"$gx_st\" ] || gx_st=$(stat -c '%a %U %G %s %F' -- \"$f\")\n"
          "    echo \"$gx_st\"\n"
-         "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 1 ] && gx_small \"$gx_st\"; then\n"
+         "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 0 ]; then echo @@digest; set -- \"$@\" \"$f\"; gx_nd=$((gx_nd + 1))\n"
+         "    elif [ -f \"$f\" ] && gx_small \"$gx_st\"; then\n"
          "      case $f:$gx_st in\n"
          "        /proc/*|/sys/*|*' regular empty file'|*' symbolic link') base64 -w0 \"$f\"; echo ;;\n"
          "        *) echo @@bytes; set -- \"$@\" \"$f\" ;;\n"
@@ -174,25 +202,20 @@ std::string probe_script(const FactsRequest& request) {
          "    elif [ -f \"$f\" ]; then sha256sum \"$f\"; fi\n"
          "  done\n"
          "  shift \"$gx_asked\"\n"
+         "  [ \"$gx_nd\" -eq 0 ] || { m file-digests; gx_head \"$gx_nd\" sha256sum \"$@\"; shift \"$gx_nd\"; }\n"
          "  [ $# -eq 0 ] || { m file-bytes; cat -- \"$@\" | base64 -w0; echo; }\n"
          "}\n";
     std::string whole, digest;
     for (const auto& path : request.files) {
       (request.secret_files.count(path) ? digest : whole) += " " + shell_quote(path);
     }
-    if (!whole.empty()) s += "gx_files 1" + whole + "\n";
-    if (!digest.empty()) s += "gx_files 0" + digest + "\n";
+    s += "gx_files" + digest + (whole.empty() ? "" : " " + std::string(kWholeFilesMark) + whole) + "\n";
   }
   for (const auto& dir : request.listed_directories) {
     // Names only, one per line; a missing directory lists nothing. Shell
     // builtins only: no fork per directory.
     s += "m listing " + shell_quote(dir) + "; for f in " + shell_quote(dir) +
          "/*; do [ -e \"$f\" ] && printf '%s\\n' \"${f##*/}\"; done; true\n";
-  }
-  if (request.apt_sources) {
-    // Each source file whole (they are small), with its path before it.
-    s += "m apt-sources; for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; "
-         "do [ -f \"$f\" ] && { printf '@@file %s\\n' \"$f\"; cat \"$f\"; echo; }; done; true\n";
   }
   s += "m modules; while read -r gx_l gx_rest; do printf '%s\\n' \"$gx_l\"; done 2>/dev/null </proc/modules\n";
   s += "m nvidia-query\n";
@@ -212,7 +235,6 @@ std::string probe_script(const FactsRequest& request) {
   s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";
   s += "m ibstat; command -v ibstat >/dev/null 2>&1 && timeout 20 ibstat 2>/dev/null\n";
   s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
-  s += "m mounts; cat /proc/self/mounts\n";
   s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
   // The hostname by the shell's read (a string sysctl), not $(cat ...).
   // Printed whatever scontrol's exit: "Node X not found" (exit 1) is how

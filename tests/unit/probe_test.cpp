@@ -10,8 +10,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <algorithm>
 
 #include "gpuexpand/facts/probe.hpp"
+#include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/util/base64.hpp"
 #include "gpuexpand/util/digest.hpp"
@@ -62,7 +65,7 @@ TEST(ProbeScript, QuotesEveryRequestedValue) {
   request.packages.insert("$(reboot)");
   request.sysctl_keys.insert("kernel.x`id`");
   const std::string script = probe_script(request);
-  EXPECT_NE(script.find("gx_files 1 '/etc/it'\\''s; rm -rf /'"), std::string::npos);
+  EXPECT_NE(script.find("gx_files /dev/null/gx-whole '/etc/it'\\''s; rm -rf /'"), std::string::npos);
   EXPECT_NE(script.find(" '$(reboot)'"), std::string::npos);
   EXPECT_NE(script.find(" '/proc/sys/kernel/x`id`'"), std::string::npos);
   // And it still runs to its end marker through a real shell.
@@ -143,6 +146,52 @@ TEST(ProbeScript, SecretFilesComeBackAsADigestOnly) {
   EXPECT_FALSE(f.contains("content"));
   EXPECT_EQ(f["sha256"], sha256_hex("secret\n"));
   ::unlink(path);
+}
+
+// Secret files and the ones read whole share one stat, and every secret
+// file's digest comes from one sha256sum after them, matched by path: one
+// gone before sha256sum read it has no digest, and the others keep theirs.
+TEST(ProbeScript, OneStatAndOneSha256sumForTheSecretFiles) {
+  const std::string dir = ::testing::TempDir() + "gpx-probe-secrets";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/one.key") << "one\n";
+  std::ofstream(dir + "/two words.key") << "two\n";
+  std::ofstream(dir + "/plain.conf") << "x=1\n";
+  FactsRequest request;
+  request.files = {dir + "/one.key", dir + "/two words.key", dir + "/gone.key", dir + "/plain.conf"};
+  request.secret_files = {dir + "/one.key", dir + "/two words.key", dir + "/gone.key"};
+  const std::string script = probe_script(request);
+  const std::string count = dir + "/runs";
+  const std::string counted = "stat() { echo stat >>" + shell_quote(count) + "; command stat \"$@\"; }\n" +
+                              "sha256sum() { echo sha256sum >>" + shell_quote(count) + "; command sha256sum \"$@\"; }\n" +
+                              script;
+  const std::string output = run_sh(counted);
+  EXPECT_EQ(output.find(base64_encode("one\n")), std::string::npos);
+  auto facts = parse_probe_output(output, "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  const json& f = (*facts)["files"];
+  EXPECT_EQ(f[dir + "/one.key"]["sha256"], sha256_hex("one\n"));
+  EXPECT_EQ(f[dir + "/two words.key"]["sha256"], sha256_hex("two\n"));
+  EXPECT_FALSE(f[dir + "/one.key"].contains("content"));
+  EXPECT_EQ(f[dir + "/gone.key"], json({{"exists", false}}));
+  EXPECT_EQ(f[dir + "/plain.conf"]["content"], "x=1\n");
+  std::ifstream runs(count);
+  std::map<std::string, int> n;
+  for (std::string line; std::getline(runs, line);) ++n[line];
+  EXPECT_EQ(n["stat"], 1) << "one stat for secret and whole files alike";
+  EXPECT_EQ(n["sha256sum"], 1) << "one sha256sum for both secret files";
+
+  // A sha256sum that lost its first file (deleted after the stat).
+  const std::string lost = "sha256sum() { command sha256sum \"$@\" | tail -n +2; }\n" + script;
+  auto again = parse_probe_output(run_sh(lost), "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(again) << again.error().message;
+  const json& g = (*again)["files"];
+  EXPECT_TRUE(g[dir + "/one.key"]["exists"]);
+  EXPECT_FALSE(g[dir + "/one.key"].contains("sha256")) << g[dir + "/one.key"].dump();
+  EXPECT_EQ(g[dir + "/two words.key"]["sha256"], sha256_hex("two\n"));
+  std::filesystem::remove_all(dir);
 }
 
 // One stat answers for every file; where its lines do not line up with
@@ -343,6 +392,69 @@ TEST(ProbeScript, ListsDirectoriesByName) {
   ::unlink((dir + "/gpuexpand-a.sources").c_str());
   ::unlink((dir + "/other.list").c_str());
   ::rmdir(dir.c_str());
+}
+
+// The sysctls, the mount table and the apt source files come from the awk
+// that counts the CPUs, in the forms their sections always had: no grep,
+// no cat.
+TEST(ProbeScript, SysctlsMountsAndAptSourcesFromTheOneAwk) {
+  FactsRequest request;
+  request.sysctl_keys = {"kernel.pid_max", "kernel.ostype", "no.such.key"};
+  request.apt_sources = true;
+  const std::string script = probe_script(request);
+  const std::string count = ::testing::TempDir() + "gpx-probe-readers";
+  std::filesystem::remove(count);
+  std::string shadows;
+  for (const char* program : {"cat", "grep", "awk"}) {
+    shadows += std::string(program) + "() { echo " + program + " >>" + shell_quote(count) + "; command " + program +
+               " \"$@\"; }\n";
+  }
+  const std::string output = run_sh(shadows + script);
+  auto facts = parse_probe_output(output, "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  const json& f = *facts;
+  const auto first_line = [](const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::getline(in, line);
+    return line;
+  };
+  EXPECT_EQ(f["sysctl"]["kernel.pid_max"], first_line("/proc/sys/kernel/pid_max"));
+  EXPECT_EQ(f["sysctl"]["kernel.ostype"], "Linux");
+  EXPECT_TRUE(f["sysctl"]["no.such.key"].is_null());
+  EXPECT_FALSE(f["mounts"].empty());
+  // The source files as the section always printed them: "@@file PATH",
+  // the file, an empty line.
+  std::string sources;
+  std::vector<std::string> paths = {"/etc/apt/sources.list"};
+  for (const char* glob : {"/etc/apt/sources.list.d/*.list", "/etc/apt/sources.list.d/*.sources"}) {
+    std::vector<std::string> matched;
+    if (std::filesystem::is_directory("/etc/apt/sources.list.d")) {
+      for (const auto& e : std::filesystem::directory_iterator("/etc/apt/sources.list.d")) {
+        const std::string name = e.path().string();
+        const std::string suffix = std::string(glob).substr(std::string(glob).rfind('*') + 1);
+        if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          matched.push_back(name);
+        }
+      }
+    }
+    std::sort(matched.begin(), matched.end());
+    paths.insert(paths.end(), matched.begin(), matched.end());
+  }
+  for (const auto& path : paths) {
+    if (!std::filesystem::is_regular_file(path)) continue;
+    std::ifstream in(path);
+    sources += "@@file " + path + "\n" + std::string(std::istreambuf_iterator<char>(in), {}) + "\n";
+  }
+  EXPECT_EQ(f["apt_sources"], apt_sources_facts(sources));
+  std::ifstream runs(count);
+  std::map<std::string, int> n;
+  for (std::string line; std::getline(runs, line);) ++n[line];
+  EXPECT_EQ(n["awk"], 1);
+  EXPECT_EQ(n["grep"], 0);
+  EXPECT_EQ(n["cat"], 0);
+  std::filesystem::remove(count);
 }
 
 TEST(ProbeScript, RunsOnThisMachineAndMatchesTheSchema) {
