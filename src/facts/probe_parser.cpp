@@ -10,6 +10,7 @@
 #include <map>
 #include <algorithm>
 #include <sstream>
+#include <optional>
 #include <set>
 
 #include "gpuexpand/facts/probe.hpp"
@@ -190,6 +191,15 @@ void set_file_content(json& f, const std::string& content) {
   }
 }
 
+// sha256sum's "HASH  PATH" line: the hash, or nothing for any other line
+// (base64, a marker, a path sha256sum escaped with a leading "\\").
+std::optional<std::string> sha256sum_hash(const std::string& line) {
+  if (line.size() <= 66 || line.compare(64, 2, "  ") != 0) return std::nullopt;
+  std::string hash = line.substr(0, 64);
+  if (hash.find_first_not_of("0123456789abcdef") != std::string::npos) return std::nullopt;
+  return hash;
+}
+
 // Where a file's content comes after the files (gx_files): its bytes in
 // the file-bytes section (add_file_bytes), its digest in file-digests
 // (add_file_digests).
@@ -213,8 +223,8 @@ json file_facts(const std::string& body, Follows& follows) {
     // A large file: sha256sum's "HASH  PATH"; a small one: base64 (no
     // spaces), or "@@bytes" / "@@digest" where its bytes / digest come
     // after the files.
-    if (l[1].size() > 66 && l[1].compare(64, 2, "  ") == 0) {
-      f["sha256"] = l[1].substr(0, 64);
+    if (auto hash = sha256sum_hash(l[1])) {
+      f["sha256"] = *hash;
     } else if (l[1] == "@@bytes") {
       follows = Follows::bytes;
     } else if (l[1] == "@@digest") {
@@ -258,11 +268,8 @@ void add_file_bytes(const std::string& body, std::vector<std::string>& pending, 
 void add_file_digests(const std::string& body, std::vector<std::string>& pending, json& files) {
   std::set<std::string> wanted(pending.begin(), pending.end());
   for (const auto& line : lines_of(body)) {
-    if (line.size() <= 66 || line.compare(64, 2, "  ") != 0) continue;
-    const std::string hash = line.substr(0, 64);
-    const std::string path = line.substr(66);
-    if (hash.find_first_not_of("0123456789abcdef") != std::string::npos || !wanted.count(path)) continue;
-    files[path]["sha256"] = hash;
+    const auto hash = sha256sum_hash(line);
+    if (hash && wanted.count(line.substr(66))) files[line.substr(66)]["sha256"] = *hash;
   }
   pending.clear();
 }

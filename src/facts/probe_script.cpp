@@ -11,6 +11,13 @@
 namespace gpuexpand {
 namespace {
 
+// How long all of one script's checks may take together.
+constexpr int kChecksTimeoutSeconds = 120;
+// Between a gx_files call's secret files and the ones it may read whole: a
+// path no file can have (/dev/null is not a directory), so stat prints
+// nothing for it.
+constexpr const char* kWholeFilesMark = "/dev/null/gx-whole";
+
 // Checks are read-only by contract; bounded in time all the same, by one
 // `timeout` and one `sh` for all of a script's checks: each check runs in
 // a subshell of that sh (a fork, where its own `timeout` and `sh -c` were
@@ -21,12 +28,6 @@ namespace {
 // says about itself ("MTU 1500, wanted 9000") becomes the plan's reason.
 // Shell builtins only past the check itself; the check sees no positional
 // parameters, as under sh -c.
-constexpr int kChecksTimeoutSeconds = 120;
-// Between a gx_files call's secret files and the ones it may read whole: a
-// path no file can have (/dev/null is not a directory), so stat prints
-// nothing for it.
-constexpr const char* kWholeFilesMark = "/dev/null/gx-whole";
-
 std::string check_lines(const std::map<std::string, std::string>& checks) {
   if (checks.empty()) return "";
   std::string inner =

@@ -38,6 +38,25 @@ std::string run_sh(const std::string& script) {
   return output;
 }
 
+// Shell functions put before a probe: each logs its program's name to LOG
+// and runs the program, so a test counts what the probe started.
+std::string counting(std::initializer_list<const char*> programs, const std::string& log) {
+  std::string functions;
+  for (const char* program : programs) {
+    functions += std::string(program) + "() { echo " + program + " >>" + shell_quote(log) + "; command " + program +
+                 " \"$@\"; }\n";
+  }
+  return functions;
+}
+
+// How many times each program ran, from counting's LOG.
+std::map<std::string, int> runs_in(const std::string& log) {
+  std::ifstream in(log);
+  std::map<std::string, int> n;
+  for (std::string line; std::getline(in, line);) ++n[line];
+  return n;
+}
+
 std::vector<std::string> schema_problems(const json& facts) {
   return testing::schema("facts").validate_json(facts);
 }
@@ -163,10 +182,7 @@ TEST(ProbeScript, OneStatAndOneSha256sumForTheSecretFiles) {
   request.secret_files = {dir + "/one.key", dir + "/two words.key", dir + "/gone.key"};
   const std::string script = probe_script(request);
   const std::string count = dir + "/runs";
-  const std::string counted = "stat() { echo stat >>" + shell_quote(count) + "; command stat \"$@\"; }\n" +
-                              "sha256sum() { echo sha256sum >>" + shell_quote(count) + "; command sha256sum \"$@\"; }\n" +
-                              script;
-  const std::string output = run_sh(counted);
+  const std::string output = run_sh(counting({"stat", "sha256sum"}, count) + script);
   EXPECT_EQ(output.find(base64_encode("one\n")), std::string::npos);
   auto facts = parse_probe_output(output, "here", request, "2026-12-07T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
@@ -177,9 +193,7 @@ TEST(ProbeScript, OneStatAndOneSha256sumForTheSecretFiles) {
   EXPECT_FALSE(f[dir + "/one.key"].contains("content"));
   EXPECT_EQ(f[dir + "/gone.key"], json({{"exists", false}}));
   EXPECT_EQ(f[dir + "/plain.conf"]["content"], "x=1\n");
-  std::ifstream runs(count);
-  std::map<std::string, int> n;
-  for (std::string line; std::getline(runs, line);) ++n[line];
+  auto n = runs_in(count);
   EXPECT_EQ(n["stat"], 1) << "one stat for secret and whole files alike";
   EXPECT_EQ(n["sha256sum"], 1) << "one sha256sum for both secret files";
 
@@ -265,9 +279,7 @@ TEST(ProbeScript, SmallFilesComeBackInOneReadAndNoneWhereTheirSizesChanged) {
   request.files = {dir + "/a.conf", dir + "/b.bin", dir + "/missing", dir + "/c.conf"};
   const std::string script = probe_script(request);
   const std::string count = dir + "/base64-runs";
-  const std::string counted =
-      "base64() { echo run >>" + shell_quote(count) + "; command base64 \"$@\"; }\n" + script;
-  auto facts = parse_probe_output(run_sh(counted), "here", request, "2026-12-07T00:00:00Z");
+  auto facts = parse_probe_output(run_sh(counting({"base64"}, count) + script), "here", request, "2026-12-07T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_TRUE(schema_problems(*facts).empty());
   const json& f = (*facts)["files"];
@@ -276,10 +288,7 @@ TEST(ProbeScript, SmallFilesComeBackInOneReadAndNoneWhereTheirSizesChanged) {
   EXPECT_EQ(f[dir + "/b.bin"]["content_base64"], base64_encode(std::string("\xff\x00\x01", 3)));
   EXPECT_EQ(f[dir + "/b.bin"]["sha256"], sha256_hex(std::string("\xff\x00\x01", 3)));
   EXPECT_EQ(f[dir + "/missing"], json({{"exists", false}}));
-  std::ifstream runs(count);
-  size_t n = 0;
-  for (std::string line; std::getline(runs, line);) ++n;
-  EXPECT_EQ(n, 1u) << "one base64 for the three small files";
+  EXPECT_EQ(runs_in(count)["base64"], 1) << "one base64 for the three small files";
 
   // A cat that reads one byte more than stat said (a file grown between them).
   const std::string grown = "cat() { command cat \"$@\"; printf x; }\n" + script;
@@ -404,12 +413,7 @@ TEST(ProbeScript, SysctlsMountsAndAptSourcesFromTheOneAwk) {
   const std::string script = probe_script(request);
   const std::string count = ::testing::TempDir() + "gpx-probe-readers";
   std::filesystem::remove(count);
-  std::string shadows;
-  for (const char* program : {"cat", "grep", "awk"}) {
-    shadows += std::string(program) + "() { echo " + program + " >>" + shell_quote(count) + "; command " + program +
-               " \"$@\"; }\n";
-  }
-  const std::string output = run_sh(shadows + script);
+  const std::string output = run_sh(counting({"cat", "grep", "awk"}, count) + script);
   auto facts = parse_probe_output(output, "here", request, "2026-12-07T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_TRUE(schema_problems(*facts).empty());
@@ -448,9 +452,7 @@ TEST(ProbeScript, SysctlsMountsAndAptSourcesFromTheOneAwk) {
     sources += "@@file " + path + "\n" + std::string(std::istreambuf_iterator<char>(in), {}) + "\n";
   }
   EXPECT_EQ(f["apt_sources"], apt_sources_facts(sources));
-  std::ifstream runs(count);
-  std::map<std::string, int> n;
-  for (std::string line; std::getline(runs, line);) ++n[line];
+  auto n = runs_in(count);
   EXPECT_EQ(n["awk"], 1);
   EXPECT_EQ(n["grep"], 0);
   EXPECT_EQ(n["cat"], 0);
