@@ -33,8 +33,22 @@ AuditedRun::~AuditedRun() {
   if (!finished_) finish(1);
 }
 
+void warn_if_unkept(const Result<void>& flushed) {
+  if (!flushed) {
+    std::cerr << "gpuexpand: warning: the nodes' package answers are not kept for the next run (it will ask dpkg and "
+                 "apt again): "
+              << flushed.error().message << "\n";
+  }
+}
+
 void AuditedRun::audit(const AuditRecord& record) {
   if (journal_) journal_->audit(record);
+}
+
+PackageAnswers* AuditedRun::package_answers(const std::vector<std::string>& nodes) {
+  if (!store_) return nullptr;
+  if (!answers_) answers_ = std::make_unique<StoredPackageAnswers>(*store_, nodes, &utc_now_rfc3339);
+  return answers_.get();
 }
 
 void AuditedRun::finish(int exit_code) {
@@ -45,6 +59,7 @@ void AuditedRun::finish(int exit_code) {
   finished_ = true;
   journal_->flush_audit();
   for (const auto& problem : journal_->errors()) std::cerr << "gpuexpand: warning: " << problem << "\n";
+  if (answers_) warn_if_unkept(answers_->flush());
   (void)store_->finish_run(run_id_, exit_code == 0 ? RunStatus::Succeeded : RunStatus::Failed, exit_code,
                            utc_now_rfc3339());
 }

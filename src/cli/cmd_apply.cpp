@@ -10,12 +10,14 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "audited_run.hpp"
 #include "gpuexpand/view/apply_progress.hpp"
 #include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/accept/acceptance.hpp"
 #include "gpuexpand/exec/executor.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/exec/stored_package_answers.hpp"
 #include "gpuexpand/exec/apply_policy.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/plan/preflight.hpp"
@@ -186,9 +188,12 @@ int run_apply(Context& context, const ApplyOptions& options) {
   RunJournal* shown_journal = live ? static_cast<RunJournal*>(progress.get()) : console.get();
   StoreJournal journal(**store, run_id, shown_journal, &utc_now_rfc3339);
   auto runner = make_ssh_runner(spec, nodes, options.ssh, [&journal](const AuditRecord& r) { journal.audit(r); });
+  StoredPackageAnswers answers(**store, record.nodes, &utc_now_rfc3339);
+  exec.package_answers = &answers;
 
   if (saved_plan) {
-    FactsByNode now = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
+    FactsByNode now = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339(), /*gpu_details=*/false,
+                                   AfterProbe::Keep, &answers);
     if (const auto drifted = drifted_since_plan(nodes, now, scope.facts_digests); !drifted.empty()) {
       (void)run.finish(RunStatus::Failed, kExitError);
       throw CommandFailed{kExitError, "refusing to apply " + options.spec + ": " + fold_hostlist(drifted) +
@@ -229,6 +234,7 @@ int run_apply(Context& context, const ApplyOptions& options) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (progress) progress->stop();  // its last frame stays; the summary goes below it
   journal.flush_audit();
+  warn_if_unkept(answers.flush());
 
   // The retry the recap offers repeats what picks the store and skips the question.
   const std::string retry = std::string("gpuexpand apply ") + (options.auto_approve ? "-y " : "") +

@@ -63,7 +63,7 @@ int run_facts_diff(Context& context, const FactsOptions& options, const ClusterS
     AuditedRun audited(store, "facts", options.spec);
     auto runner = make_ssh_runner(spec, nodes, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
     facts = gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/true,
-                         AfterProbe::Close);
+                         AfterProbe::Close, audited.package_answers(node_names(nodes)));
     audited.finish(kExitOk);
   }
   std::vector<std::string> unreachable;
@@ -104,7 +104,8 @@ int run_facts(Context& context, const FactsOptions& options) {
 
   const auto start = std::chrono::steady_clock::now();
   const std::string now = utc_now_rfc3339();
-  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now, /*gpu_details=*/true, AfterProbe::Close);
+  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, now, /*gpu_details=*/true, AfterProbe::Close,
+                                   audited.package_answers(node_names(nodes)));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   size_t unreachable = 0;

@@ -51,7 +51,8 @@ int run_plan(Context& context, const PlanOptions& options) {
     AuditedRun audited(state_path(options.state, options.spec), "plan", options.spec);
     auto runner = make_ssh_runner(spec, probed, options.ssh, [&audited](const AuditRecord& r) { audited.audit(r); });
     const std::string now = utc_now_rfc3339();
-    facts = gather_facts(spec, probed, playbooks, *runner, now, /*gpu_details=*/false, AfterProbe::Close);
+    facts = gather_facts(spec, probed, playbooks, *runner, now, /*gpu_details=*/false, AfterProbe::Close,
+                         audited.package_answers(node_names(probed)));
     audited.finish(kExitOk);  // the record is of the probes; the plan's outcome is its exit code
     if (!options.save_facts.empty()) {
       nlohmann::json document = {{"schema_version", 1}, {"collected_at", now}, {"nodes", facts}};

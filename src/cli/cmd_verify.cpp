@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "audited_run.hpp"
 #include "gpuexpand/view/apply_view.hpp"
 #include "gpuexpand/exec/fault_drill.hpp"
 #include "gpuexpand/exec/multinode.hpp"
@@ -16,6 +17,7 @@
 #include "gpuexpand/exec/acceptance_run.hpp"
 #include "gpuexpand/util/exit_codes.hpp"
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/exec/stored_package_answers.hpp"
 #include "gpuexpand/facts/consistency.hpp"
 #include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/view/facts_view.hpp"
@@ -92,7 +94,10 @@ int run_verify(Context& context, const VerifyOptions& options) {
   std::cout << "run " << run_id << ": verifying " << nodes.size() << (nodes.size() == 1 ? " node" : " nodes")
             << std::endl;
   const auto start = Clock::now();
-  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339());
+  StoredPackageAnswers answers(**store, record.nodes, &utc_now_rfc3339);
+  FactsByNode facts = gather_facts(spec, nodes, playbooks, *runner, utc_now_rfc3339(), /*gpu_details=*/false,
+                                   AfterProbe::Keep, &answers);
+  warn_if_unkept(answers.flush());
   const auto consistency = verify_consistency(spec, nodes, facts, playbooks, options.ssh, journal);
 
   // Every reachable node is a ping peer: verify changes nothing, so a

@@ -273,4 +273,11 @@ int64_t begin_locked_run(StateStore& store, const RunRecord& record) {
   return std::get<int64_t>(begun.value());
 }
 
+std::vector<std::string> node_names(const std::vector<const NodeSpec*>& nodes) {
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const auto* node : nodes) names.push_back(node->name);
+  return names;
+}
+
 }  // namespace gpuexpand::cli

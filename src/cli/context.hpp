@@ -81,6 +81,9 @@ std::unique_ptr<CommandRunner> make_ssh_runner(const ClusterSpec& spec, const st
 // "~/x" -> "$HOME/x"
 std::string expand_home(const std::string& path);
 
+// The nodes' names, in their order.
+std::vector<std::string> node_names(const std::vector<const NodeSpec*>& nodes);
+
 // A run begun in the state store (with its node locks) that ends even
 // when the command does not get to its own end (an exception, a setting
 // refused after the locks were taken): then the destructor finishes it as

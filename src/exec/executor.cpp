@@ -57,6 +57,7 @@ class Execution {
       // As plan asks (with reference nodes, the consistency set too), so a
       // saved plan's facts digest compares like with like.
       runs_[i].request = node_probe_request(spec, *nodes[i], playbooks);
+      ask_with_earlier_answer(runs_[i].request, nodes[i]->name, options.package_answers);
       report_.nodes.push_back({nodes[i]->name, NodeResult::NotStarted, 0, ""});
     }
     const size_t total = nodes.size();
@@ -237,12 +238,14 @@ class Execution {
     }
     run.facts = std::move(facts.value());
     run.controller_asked = false;
+    keep_package_answer(options_.package_answers, run.node->name, outcome.out, run.request);
     // The next probe also asks what needs these facts to render (a check
     // that names a device file): without it such a step would stay "?",
     // and verification does not hold a "?" against a phase. A check whose
     // text changes with these facts was run as it read before: its result
     // is not this check's, and is dropped ("?", decided on the node).
     FactsRequest next = node_probe_request(spec_, *run.node, playbooks_, &run.facts);
+    ask_with_earlier_answer(next, run.node->name, options_.package_answers);
     if (auto checks = run.facts.find("checks"); checks != run.facts.end() && checks->is_object()) {
       for (const auto& [key, command] : run.request.checks) {
         const auto now = next.checks.find(key);

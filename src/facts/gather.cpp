@@ -94,7 +94,7 @@ nlohmann::json probe_node(CommandRunner& runner, size_t endpoint, const std::str
 
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
-                         bool gpu_details, AfterProbe sessions) {
+                         bool gpu_details, AfterProbe sessions, PackageAnswers* answers) {
   FactsByNode facts;
   std::vector<FactsRequest> requests(nodes.size());
   const auto controllers = controller_endpoints(nodes);
@@ -107,11 +107,13 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
   for (size_t i = 0; i < nodes.size(); ++i) {
     requests[i] = node_probe_request(spec, *nodes[i], playbooks);
     requests[i].gpu_details = gpu_details;
+    ask_with_earlier_answer(requests[i], nodes[i]->name, answers);
     // The controller's handshake while the nodes are probed, not after.
     if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);
     runner.submit(i, shell_script(probe_script(requests[i])), [&, i](const CommandOutcome& outcome) {
       const NodeSpec& node = *nodes[i];
       nlohmann::json& mine = facts[node.name] = node_facts(outcome, node.name, requests[i], collected_at);
+      if (outcome.ok() && !mine.contains("unreachable")) keep_package_answer(answers, node.name, outcome.out, requests[i]);
       if (sessions == AfterProbe::Close) runner.release(i);
       if (!controllers[i]) return;
       ControllerBatch& batch = batches[*controllers[i]];

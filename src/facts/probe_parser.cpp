@@ -552,10 +552,8 @@ json rdma_facts(const std::map<std::string, const Section*>& by_name) {
   return ports;
 }
 
-}  // namespace
-
-Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
-                                          const FactsRequest& request, const std::string& collected_at) {
+Result<nlohmann::json> parse_whole_probe_output(std::string_view output, const std::string& node,
+                                                const FactsRequest& request, const std::string& collected_at) {
   const auto sections = split_sections(output);
   if (sections.empty() || sections.back().name != "end") {
     return make_error("the facts probe's output is incomplete (no end marker): the node's shell stopped early");
@@ -681,6 +679,55 @@ Result<nlohmann::json> parse_probe_output(std::string_view output, const std::st
                         {"kubernetes", {{"kubelet_active", active_state(units, "kubelet") == "active"}}}};
   return facts;
 }
+
+constexpr std::string_view kInputsMarker = "\n@@gpx:package-inputs\n";
+constexpr std::string_view kInputsEndMarker = "\n@@gpx:package-inputs-end\n";
+
+// The output with an earlier package answer put where the probe printed
+// "@@same" for it: the same bytes the tools printed when they last ran.
+Result<std::optional<std::string>> with_earlier_packages(std::string_view output, const FactsRequest& request) {
+  const size_t at = output.find(kInputsMarker);
+  const std::optional<std::string> as_printed;
+  if (at == std::string_view::npos || output.substr(at + kInputsMarker.size(), 7) != "@@same\n") return as_printed;
+  const size_t end = output.find(kInputsEndMarker, at);
+  if (end == std::string_view::npos) return as_printed;  // incomplete: the end marker check says so
+  if (!request.earlier_packages) {
+    return make_error("the probe reused an earlier answer about packages that this run does not hold");
+  }
+  std::string whole;
+  whole.reserve(output.size() + request.earlier_packages->output.size());
+  whole.append(output.substr(0, at)).append(request.earlier_packages->output).append(output.substr(end));
+  return std::optional<std::string>(std::move(whole));
+}
+
+}  // namespace
+
+std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view output, const FactsRequest& request) {
+  if (!request.fingerprint_packages) return std::nullopt;
+  const size_t at = output.find(kInputsMarker);
+  if (at == std::string_view::npos) return std::nullopt;
+  const size_t end = output.find(kInputsEndMarker, at);
+  const size_t inputs_end = output.find("\n@@gpx:", at + kInputsMarker.size() - 1);
+  if (end == std::string_view::npos || inputs_end == std::string_view::npos) return std::nullopt;
+  std::string_view inputs = output.substr(at + kInputsMarker.size(), inputs_end - at - kInputsMarker.size());
+  if (!inputs.empty() && inputs.back() == '\n') inputs.remove_suffix(1);
+  // "@@same": the earlier answer stands. No dpkg database: nothing of an
+  // rpm node is reused (its database is not among the inputs).
+  if (inputs == "@@same" || (inputs.rfind("/var/lib/dpkg/status ", 0) != 0 &&
+                             inputs.find("\n/var/lib/dpkg/status ") == std::string_view::npos)) {
+    return std::nullopt;
+  }
+  if (output.find("\n@@gpx:end\n", end) == std::string_view::npos) return std::nullopt;
+  return EarlierPackageAnswer{package_sections_key(request), std::string(inputs), std::string(output.substr(at, end - at))};
+}
+
+Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
+                                          const FactsRequest& request, const std::string& collected_at) {
+  auto whole = with_earlier_packages(output, request);
+  if (!whole) return whole.error();
+  return parse_whole_probe_output(whole->has_value() ? std::string_view(**whole) : output, node, request, collected_at);
+}
+
 
 Result<void> merge_controller_checks(std::string_view output, nlohmann::json& facts) {
   const auto sections = split_sections(output);

@@ -6,6 +6,7 @@
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/plan/controller.hpp"
 #include "gpuexpand/plan/plan.hpp"
+#include "gpuexpand/util/digest.hpp"
 #include "gpuexpand/util/shell_quote.hpp"
 
 namespace gpuexpand {
@@ -40,7 +41,90 @@ std::string check_lines(const std::map<std::string, std::string>& checks) {
   return "timeout " + std::to_string(kChecksTimeoutSeconds) + " sh -c " + shell_quote(inner) + " </dev/null 2>/dev/null\n";
 }
 
+// The package sections: what dpkg (or rpm) says of the requested packages,
+// and the versions apt's sources offer. An exit status that says the tool
+// itself failed (dpkg-query: 2 and up, 1 being "not installed"; apt-cache:
+// any) sets gx_pbad, so that such an answer is never kept for reuse.
+std::string package_sections(const FactsRequest& request) {
+  std::string s;
+  if (!request.packages.empty() || !request.package_patterns.empty()) {
+    std::string names, patterns;
+    for (const auto& p : request.packages) names += " " + shell_quote(p);
+    for (const auto& p : request.package_patterns) patterns += " " + shell_quote(p);
+    s += "m packages\n";
+    // dpkg-query reads names and patterns alike; rpm -q takes names only,
+    // rpm -qa patterns.
+    s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
+         names + patterns + " 2>/dev/null; [ $? -le 1 ] || gx_pbad=1\n";
+    s += "elif command -v rpm >/dev/null 2>&1; then ";
+    if (!names.empty()) {
+      s += "rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names + " 2>/dev/null | grep -v 'is not installed'";
+    }
+    if (!patterns.empty()) {
+      s += std::string(names.empty() ? "" : "; ") + "rpm -qa --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + patterns +
+           " 2>/dev/null";
+    }
+    s += "; fi\n";
+  }
+  if (!request.versioned_packages.empty()) {
+    std::string names;
+    for (const auto& p : request.versioned_packages) names += " " + shell_quote(p);
+    // apt only: a dnf repoquery loads all metadata (seconds); dnf nodes
+    // resolve the version at apply time.
+    s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache madison" + names +
+         " 2>/dev/null || gx_pbad=1; fi\n";
+  }
+  if (!request.unpinned_packages.empty()) {
+    std::string names;
+    for (const auto& p : request.unpinned_packages) names += " " + shell_quote(p);
+    s += "m package-policy; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache policy" + names +
+         " 2>/dev/null || gx_pbad=1; fi\n";
+  }
+  return s;
+}
+
+// What the package sections read: dpkg's database (a pending journal in
+// updates/ included), apt's configuration, preferences, sources and
+// downloaded lists, and the machine id (Ubuntu's phased updates choose a
+// candidate by it). Directories too: adding or removing a file changes
+// theirs. A pattern no file matches is stat's error, not a line.
+constexpr const char* kPackageInputs =
+    "/etc/machine-id /var/lib/dpkg/status /var/lib/dpkg/arch /var/lib/dpkg/updates /var/lib/dpkg/updates/* "
+    "/etc/apt /etc/apt/apt.conf* /etc/apt/apt.conf.d/* /etc/apt/preferences* /etc/apt/preferences.d/* "
+    "/etc/apt/sources.list* /etc/apt/sources.list.d/* /var/lib/apt/lists /var/lib/apt/lists/*";
+
+// The package sections, and where the request asks for it their inputs'
+// fingerprint first: inode, size, and modification and change times to
+// the nanosecond of each file, one stat in all. With an earlier answer of
+// the same key whose fingerprint is the same, "@@same" in place of the
+// sections: dpkg-query, apt-cache and the two dpkg calls apt-cache makes
+// are four programs of a probe's thirty (a sixth of its CPU on a
+// converged node), and on a node nothing changed on they answer what
+// they answered before. The sections end with a marker that says whether
+// any of their tools failed (then the answer is not kept).
+std::string package_part(const FactsRequest& request) {
+  std::string sections = package_sections(request);
+  if (sections.empty() || !request.fingerprint_packages) return sections;
+  std::string s = "m package-inputs; gx_pbad= gx_pi=$(stat -L -c '%n %i %s %.9Y %.9Z' -- " +
+                  std::string(kPackageInputs) + " 2>/dev/null)\n";
+  const auto& earlier = request.earlier_packages;
+  if (earlier && !earlier->inputs.empty() && earlier->key == package_sections_key(request)) {
+    s += "if [ \"$gx_pi\" = " + shell_quote(earlier->inputs) + " ]; then echo @@same; else printf '%s\\n' \"$gx_pi\"\n" +
+         sections + "fi\n";
+  } else {
+    s += "printf '%s\\n' \"$gx_pi\"\n" + sections;
+  }
+  return s + "m package-inputs-end${gx_pbad:+ failed}\n";
+}
+
 }  // namespace
+
+std::string package_sections_key(const FactsRequest& request) {
+  const std::string sections = package_sections(request);
+  if (sections.empty()) return "";
+  return sha256_hex(std::string("gpuexpand " GPUEXPAND_VERSION "\n") + kRemoteScriptEnvironment + kPackageInputs + "\n" +
+                    sections);
+}
 
 FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                     const nlohmann::json& node_facts) {
@@ -126,39 +210,7 @@ std::string probe_script(const FactsRequest& request) {
        "    while (r > 0) { if (sec == \"sysctls\") print a \":\" l; else print l; r = (getline l < a) }\n"
        "    close(a); if (sec == \"apt-sources\") print \"\"\n"
        "  } }' /proc/cpuinfo /proc/meminfo" + reads + "\n";
-  if (!request.packages.empty() || !request.package_patterns.empty()) {
-    std::string names, patterns;
-    for (const auto& p : request.packages) names += " " + shell_quote(p);
-    for (const auto& p : request.package_patterns) patterns += " " + shell_quote(p);
-    s += "m packages\n";
-    // dpkg-query reads names and patterns alike; rpm -q takes names only,
-    // rpm -qa patterns.
-    s += "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'" +
-         names + patterns + " 2>/dev/null\n";
-    s += "elif command -v rpm >/dev/null 2>&1; then ";
-    if (!names.empty()) {
-      s += "rpm -q --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + names + " 2>/dev/null | grep -v 'is not installed'";
-    }
-    if (!patterns.empty()) {
-      s += std::string(names.empty() ? "" : "; ") + "rpm -qa --qf '%{NAME}\\tii \\t%{VERSION}-%{RELEASE}\\n'" + patterns +
-           " 2>/dev/null";
-    }
-    s += "; fi\n";
-  }
-  if (!request.versioned_packages.empty()) {
-    std::string names;
-    for (const auto& p : request.versioned_packages) names += " " + shell_quote(p);
-    // apt only: a dnf repoquery loads all metadata (seconds); dnf nodes
-    // resolve the version at apply time.
-    s += "m package-candidates; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache madison" + names +
-         " 2>/dev/null; fi\n";
-  }
-  if (!request.unpinned_packages.empty()) {
-    std::string names;
-    for (const auto& p : request.unpinned_packages) names += " " + shell_quote(p);
-    s += "m package-policy; if command -v apt-cache >/dev/null 2>&1; then echo @@apt; apt-cache policy" + names +
-         " 2>/dev/null; fi\n";
-  }
+  s += package_part(request);
   if (!request.files.empty()) {
     // One stat for every file, not one each (a spec's probe asks for tens
     // to hundreds of files, and each program costs a fork and an exec).

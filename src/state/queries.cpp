@@ -282,6 +282,23 @@ Result<std::vector<CheckResult>> StateStore::latest_checks(const std::vector<std
   return results;
 }
 
+Result<std::vector<StoredPackageAnswer>> StateStore::package_answers(const std::vector<std::string>& nodes) {
+  const std::string doing = "reading the kept package answers";
+  auto select = Statement::prepare(db_,
+                                   "SELECT node, answer_key, inputs, output, saved_at FROM package_answers "
+                                   "WHERE ?1 = 0 OR node IN (SELECT value FROM json_each(?2)) ORDER BY node");
+  if (!select) return error(doing, select.error());
+  select->bind(1, !nodes.empty()).bind(2, json_list(nodes));
+  std::vector<StoredPackageAnswer> answers;
+  for (;;) {
+    auto row = select->step();
+    if (!row) return error(doing, row.error());
+    if (!*row) break;
+    answers.push_back({select->text(0), select->text(1), select->text(2), select->text(3), select->text(4)});
+  }
+  return answers;
+}
+
 Result<std::vector<EventRecord>> StateStore::events() {
   const std::string doing = "reading events";
   auto select = Statement::prepare(db_, "SELECT id, at, who, kind, detail FROM events ORDER BY id");

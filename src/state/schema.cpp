@@ -143,6 +143,18 @@ ALTER TABLE audit ADD COLUMN stdin_bytes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE audit ADD COLUMN stdin_sha256 TEXT NOT NULL DEFAULT '';
 CREATE INDEX audit_by_node ON audit (node, run_id);
 )sql"},
+    Migration{6, R"sql(
+-- Each node's last answer to its probe's package sections (dpkg-query,
+-- apt-cache), reused while the files they read are unchanged
+-- (facts/probe.hpp). A cache: losing a row costs one probe those tools.
+CREATE TABLE package_answers (
+  node TEXT PRIMARY KEY,
+  answer_key TEXT NOT NULL,
+  inputs TEXT NOT NULL,
+  output TEXT NOT NULL,
+  saved_at TEXT NOT NULL
+);
+)sql"},
 };
 static_assert(kMigrations.back().version == StateStore::kSchemaVersion, "append a migration step for each version");
 Result<int> read_user_version(sqlite3* db) {

@@ -288,4 +288,26 @@ Result<void> StateStore::record_checks(const std::vector<CheckResult>& results) 
   return {};
 }
 
+Result<void> StateStore::keep_package_answers(const std::vector<StoredPackageAnswer>& answers) {
+  if (answers.empty()) return {};
+  auto done = in_transaction(db_, [&]() -> Result<void> {
+    auto upsert = Statement::prepare(db_,
+                                     "INSERT INTO package_answers (node, answer_key, inputs, output, saved_at) "
+                                     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (node) DO UPDATE SET "
+                                     "answer_key = excluded.answer_key, inputs = excluded.inputs, "
+                                     "output = excluded.output, saved_at = excluded.saved_at");
+    if (!upsert) return upsert.error();
+    for (const auto& answer : answers) {
+      if (answer.node.empty()) return make_error("a package answer needs a node");
+      upsert->reset();
+      upsert->bind(1, answer.node).bind(2, answer.key).bind(3, answer.inputs).bind(4, answer.output);
+      upsert->bind(5, answer.saved_at);
+      if (auto ran = upsert->run(); !ran) return ran;
+    }
+    return {};
+  });
+  if (!done) return error("keeping the package answers of " + std::to_string(answers.size()) + " nodes", done.error());
+  return {};
+}
+
 }  // namespace gpuexpand

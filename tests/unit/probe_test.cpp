@@ -49,6 +49,28 @@ std::string counting(std::initializer_list<const char*> programs, const std::str
   return functions;
 }
 
+// Programs whose names no shell function can have (dash takes only names
+// without a dash): BIN/NAME runs BODY (a script for sh), and the probe looks
+// in BIN first.
+std::string with_programs(const std::string& script, const std::string& bin,
+                          const std::map<std::string, std::string>& bodies) {
+  std::filesystem::create_directories(bin);
+  for (const auto& [name, body] : bodies) {
+    const std::string path = bin + "/" + name;
+    std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+    ::chmod(path.c_str(), 0755);
+  }
+  std::string out = script;
+  const std::string path_line = "\nPATH=";
+  out.replace(out.find(path_line), path_line.size(), path_line + bin + ":");
+  return out;
+}
+
+// BODY for with_programs: log NAME to LOG, then run the real one.
+std::string logged(const std::string& name, const std::string& log) {
+  return "echo " + name + " >>" + shell_quote(log) + "\nPATH=/usr/sbin:/usr/bin:/sbin:/bin exec " + name + " \"$@\"";
+}
+
 // How many times each program ran, from counting's LOG.
 std::map<std::string, int> runs_in(const std::string& log) {
   std::ifstream in(log);
@@ -385,6 +407,160 @@ TEST(ProbeParser, HeldPackagesAreInstalled) {
 
 // Listed directories: entry names, an empty list for a missing directory,
 // quoted like every other value.
+// The facts the package sections give (the rest of this machine's, its
+// free disk space, moves between two probes).
+json package_facts(const json& facts) {
+  json out;
+  for (const char* key : {"packages", "held_packages", "package_candidates", "package_install_candidates"}) {
+    out[key] = facts.contains(key) ? facts[key] : json();
+  }
+  return out;
+}
+
+// Packages every Debian machine has, asked of all three package sections.
+FactsRequest package_request() {
+  FactsRequest request;
+  request.packages = {"bash", "gpx-not-a-package"};
+  request.versioned_packages = {"bash"};
+  request.unpinned_packages = {"bash"};
+  request.fingerprint_packages = true;
+  return request;
+}
+
+TEST(ProbeScript, APackageAnswerIsReusedWhileTheFilesAptReadsAreUnchanged) {
+  if (!std::filesystem::exists("/var/lib/dpkg/status") || std::system("command -v apt-cache >/dev/null") != 0) {
+    GTEST_SKIP() << "this machine has no dpkg database or apt-cache to answer the package sections";
+  }
+  const std::string dir = ::testing::TempDir() + "gpx-probe-reuse";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto counted = [&](const std::string& log) {
+    return std::map<std::string, std::string>{{"dpkg-query", logged("dpkg-query", log)},
+                                              {"apt-cache", logged("apt-cache", log)}};
+  };
+  FactsRequest request = package_request();
+  const std::string first =
+      run_sh(counting({"stat"}, dir + "/first") + with_programs(probe_script(request), dir + "/bin1", counted(dir + "/first")));
+  auto fresh = parse_probe_output(first, "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(fresh) << fresh.error().message << "\n" << first;
+  EXPECT_TRUE(schema_problems(*fresh).empty());
+  EXPECT_FALSE((*fresh)["packages"]["bash"].is_null()) << first;
+  EXPECT_FALSE((*fresh)["package_candidates"]["bash"].empty()) << first;
+  EXPECT_TRUE((*fresh)["package_install_candidates"].contains("bash")) << first;
+  auto n = runs_in(dir + "/first");
+  EXPECT_EQ(n["stat"], 1);
+  EXPECT_EQ(n["dpkg-query"], 1);
+  EXPECT_EQ(n["apt-cache"], 2);
+  const auto kept = package_answer_to_keep(first, request);
+  ASSERT_TRUE(kept) << first;
+  EXPECT_EQ(kept->key, package_sections_key(request));
+  EXPECT_NE(kept->inputs.find("/var/lib/dpkg/status "), std::string::npos) << kept->inputs;
+
+  // Nothing changed: the same facts, and none of the tools ran.
+  request.earlier_packages = kept;
+  const std::string second = run_sh(counting({"stat"}, dir + "/second") +
+                                    with_programs(probe_script(request), dir + "/bin2", counted(dir + "/second")));
+  EXPECT_NE(second.find("@@same"), std::string::npos) << second;
+  auto reused = parse_probe_output(second, "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(reused) << reused.error().message;
+  EXPECT_EQ(package_facts(*reused), package_facts(*fresh));
+  n = runs_in(dir + "/second");
+  EXPECT_EQ(n["stat"], 1);
+  EXPECT_EQ(n["dpkg-query"], 0);
+  EXPECT_EQ(n["apt-cache"], 0);
+  EXPECT_FALSE(package_answer_to_keep(second, request)) << "the earlier answer stands";
+
+  // A file apt reads changed (one more stat line): the tools run again and
+  // their new answer is the one kept.
+  const std::string changed_stat = "stat() { command stat \"$@\"; echo '/var/lib/apt/lists/new 1 2 3 4'; }\n";
+  const std::string third =
+      run_sh(changed_stat + with_programs(probe_script(request), dir + "/bin3", counted(dir + "/third")));
+  EXPECT_EQ(third.find("@@same"), std::string::npos);
+  auto again = parse_probe_output(third, "here", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(package_facts(*again), package_facts(*fresh));
+  n = runs_in(dir + "/third");
+  EXPECT_EQ(n["dpkg-query"], 1);
+  EXPECT_EQ(n["apt-cache"], 2);
+  const auto rekept = package_answer_to_keep(third, request);
+  ASSERT_TRUE(rekept);
+  EXPECT_NE(rekept->inputs, kept->inputs);
+  EXPECT_NE(rekept->inputs.find("/var/lib/apt/lists/new 1 2 3 4"), std::string::npos);
+
+  // Other packages asked: another key, and the earlier answer is not offered.
+  FactsRequest other = request;
+  other.packages.insert("coreutils");
+  EXPECT_NE(package_sections_key(other), kept->key);
+  EXPECT_EQ(probe_script(other).find("@@same"), std::string::npos);
+}
+
+TEST(ProbeScript, AnAnswerAToolFailedInIsNotKept) {
+  const std::string bin = ::testing::TempDir() + "gpx-probe-failing-tools";
+  std::filesystem::remove_all(bin);
+  FactsRequest request = package_request();
+  const auto run_with = [&](const std::string& dpkg_query_exit, const std::string& apt_cache_exit) {
+    return run_sh(with_programs(probe_script(request), bin,
+                                {{"dpkg-query", "exit " + dpkg_query_exit}, {"apt-cache", "exit " + apt_cache_exit}}));
+  };
+  const std::string output = run_with("1", "100");
+  EXPECT_NE(output.find("\n@@gpx:package-inputs-end failed\n"), std::string::npos) << output;
+  EXPECT_TRUE(parse_probe_output(output, "here", request, "2026-12-07T00:00:00Z"));
+  EXPECT_FALSE(package_answer_to_keep(output, request));
+  // dpkg-query's 1 ("not installed") is an answer; its 2 is not.
+  const std::string not_installed = run_with("1", "0");
+  EXPECT_NE(not_installed.find("\n@@gpx:package-inputs-end\n"), std::string::npos) << not_installed;
+  const std::string broken = run_with("2", "0");
+  EXPECT_NE(broken.find("\n@@gpx:package-inputs-end failed\n"), std::string::npos) << broken;
+  EXPECT_FALSE(package_answer_to_keep(broken, request));
+}
+
+TEST(ProbeScript, AnEarlierAnswerIsQuotedAndNeverRunsAnything) {
+  const std::string dir = ::testing::TempDir() + "gpx-probe-reuse-quoting";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  FactsRequest request = package_request();
+  request.earlier_packages = EarlierPackageAnswer{
+      package_sections_key(request), "x' ]; touch " + dir + "/pwned; [ '$(touch " + dir + "/pwned2)`touch " + dir + "/3`",
+      "\n@@gpx:package-inputs\nx\n\n@@gpx:packages\n"};
+  const std::string output = run_sh(probe_script(request));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/pwned"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/pwned2"));
+  EXPECT_FALSE(std::filesystem::exists(dir + "/3"));
+  EXPECT_EQ(output.find("@@same"), std::string::npos);
+  EXPECT_NE(output.find("\n@@gpx:end\n"), std::string::npos);
+}
+
+TEST(ProbeOutput, AReusedAnswerTheRunDoesNotHoldIsAnError) {
+  FactsRequest request = package_request();
+  const std::string output = "\n@@gpx:hostname\nn1\n\n@@gpx:package-inputs\n@@same\n\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+  auto facts = parse_probe_output(output, "n1", request, "2026-12-07T00:00:00Z");
+  ASSERT_FALSE(facts);
+  EXPECT_NE(facts.error().message.find("earlier answer about packages"), std::string::npos) << facts.error().message;
+  // With it, the answer is put in its place, as the tools printed it.
+  request.earlier_packages = EarlierPackageAnswer{
+      package_sections_key(request), "/var/lib/dpkg/status 1 2 3 4",
+      "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5.2.15-2+b2\n"};
+  facts = parse_probe_output(output, "n1", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["packages"]["bash"], "5.2.15-2+b2");
+}
+
+TEST(ProbeOutput, NothingOfANodeWithoutADpkgDatabaseIsKept) {
+  FactsRequest request = package_request();
+  const std::string rpm_node =
+      "\n@@gpx:package-inputs\n/etc/machine-id 5 33 1.0 1.0\n\n@@gpx:packages\nbash\tii \t5.1-1.el9\n"
+      "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+  EXPECT_FALSE(package_answer_to_keep(rpm_node, request));
+  const std::string cut_short = "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5\n";
+  EXPECT_FALSE(package_answer_to_keep(cut_short, request)) << "no end marker: the probe stopped early";
+  FactsRequest unasked = request;
+  unasked.fingerprint_packages = false;
+  const std::string whole = "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5\n"
+                            "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+  EXPECT_TRUE(package_answer_to_keep(whole, request));
+  EXPECT_FALSE(package_answer_to_keep(whole, unasked));
+}
+
 TEST(ProbeScript, ListsDirectoriesByName) {
   const std::string dir = "/tmp/gpx probe 'dir'";
   ::mkdir(dir.c_str(), 0755);

@@ -178,14 +178,14 @@ TEST_F(StateStoreTest, OpenCreatesDirectoryWalAndCurrentSchema) {
   ASSERT_TRUE(store);
   EXPECT_EQ(store->path(), path_);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(StateStore::kSchemaVersion, 5);
+  EXPECT_EQ(StateStore::kSchemaVersion, 6);
   EXPECT_TRUE(fs::is_directory(dir_ + "/.gpuexpand"));
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "6");
   EXPECT_EQ(sql(path_,
                 "SELECT group_concat(name, ',') FROM (SELECT name FROM sqlite_master WHERE type = 'table' "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name)"),
-            "audit,check_results,checkpoints,events,locks,phase_results,run_nodes,runs");
+            "audit,check_results,checkpoints,events,locks,package_answers,phase_results,run_nodes,runs");
 }
 
 TEST_F(StateStoreTest, RunLifecycle) {
@@ -792,7 +792,7 @@ TEST_F(StateStoreTest, MigratesAVersion1Store) {
   auto store = open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "6");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(sql(path_,
                 "SELECT name FROM sqlite_master WHERE name IN ('events', 'phase_results_latest', 'check_results', "
@@ -838,7 +838,7 @@ TEST_F(StateStoreTest, MigratesAVersion2Store) {
   auto store = open();
   ASSERT_TRUE(store);
   EXPECT_EQ(store->schema_version(), StateStore::kSchemaVersion);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "6");
   EXPECT_EQ(sql(path_, "SELECT name FROM sqlite_master WHERE name LIKE 'check_results%' ORDER BY name"),
             "check_results\ncheck_results_latest");
   // What version 2 wrote is all there.
@@ -898,12 +898,36 @@ TEST_F(StateStoreTest, NodeResultsNameTheLastApplysUnfinishedNodes) {
   EXPECT_TRUE((*last)->second.empty());
 }
 
+TEST_F(StateStoreTest, KeepsEachNodesNewestPackageAnswer) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->keep_package_answers({{"node-01", "k1", "in-1", "out-1", "2026-12-07T00:00:00Z"},
+                                           {"node-02", "k1", "in-2", "out-2", "2026-12-07T00:00:00Z"}}));
+  ASSERT_TRUE(store->keep_package_answers({{"node-01", "k2", "in-1b", "out-1b", "2026-12-07T01:00:00Z"}}));
+  auto all = store->package_answers({});
+  ASSERT_TRUE(all);
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).node, "node-01");
+  EXPECT_EQ(all->at(0).key, "k2");
+  EXPECT_EQ(all->at(0).inputs, "in-1b");
+  EXPECT_EQ(all->at(0).output, "out-1b");
+  EXPECT_EQ(all->at(0).saved_at, "2026-12-07T01:00:00Z");
+  EXPECT_EQ(all->at(1).output, "out-2");
+  auto one = store->package_answers({"node-02", "node-09"});
+  ASSERT_TRUE(one);
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->at(0).node, "node-02");
+  // A batch with a nameless answer writes nothing of the batch.
+  EXPECT_FALSE(store->keep_package_answers({{"node-03", "k", "i", "o", "t"}, {"", "k", "i", "o", "t"}}));
+  EXPECT_EQ(store->package_answers({"node-03"})->size(), 0u);
+}
+
 TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
   fs::create_directories(dir_ + "/.gpuexpand");
   std::ofstream(path_).close();
   auto store = open();
   ASSERT_TRUE(store);
-  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "5");
+  EXPECT_EQ(sql(path_, "PRAGMA user_version"), "6");
 }
 
 TEST_F(StateStoreTest, RefusesANewerSchema) {
@@ -913,7 +937,7 @@ TEST_F(StateStoreTest, RefusesANewerSchema) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(
       store.error().message,
-      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (5); upgrade gpuexpand");
+      "state store " + path_ + ": schema version 7 is newer than this gpuexpand understands (6); upgrade gpuexpand");
   // Left exactly as it was.
   EXPECT_EQ(sql(path_, "PRAGMA user_version"), "7");
   EXPECT_EQ(sql(path_, "PRAGMA journal_mode"), "delete");

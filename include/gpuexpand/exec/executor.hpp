@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpuexpand/exec/checkpoint.hpp"
+#include "gpuexpand/facts/package_answers.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/state/state_store.hpp"
 #include "gpuexpand/transport/runner.hpp"
@@ -58,6 +59,9 @@ struct ExecutorOptions {
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: finish the step, roll back, start nothing
   std::string collected_at;                            // timestamp for facts documents
   std::string until_phase;  // stop after this phase (empty: all seven)
+  // Where the nodes' earlier package answers are found and new ones kept
+  // (facts/package_answers.hpp); null: every probe runs dpkg and apt.
+  PackageAnswers* package_answers = nullptr;
   // The executor's clock (phase durations, the reboot deadline); tests
   // inject one that runs faster than the wall.
   std::function<std::chrono::steady_clock::time_point()> clock = [] { return std::chrono::steady_clock::now(); };

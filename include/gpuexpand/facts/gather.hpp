@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpuexpand/facts/package_answers.hpp"
 #include "gpuexpand/plan/plan.hpp"
 #include "gpuexpand/steps/facts_request.hpp"
 #include "gpuexpand/transport/runner.hpp"
@@ -31,10 +32,13 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 // plan): each node's session is closed as soon as its probe is in, so a
 // fleet's sessions are not all held to the end; Keep when more follows on
 // the same runner (apply of a saved plan, verify).
+// `answers`: where the nodes' earlier package answers are found and the
+// new ones kept (package_answers.hpp); null: none is reused.
 enum class AfterProbe { Keep, Close };
 FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSpec*>& nodes,
                          const PlaybookSet& playbooks, CommandRunner& runner, const std::string& collected_at,
-                         bool gpu_details = false, AfterProbe sessions = AfterProbe::Keep);
+                         bool gpu_details = false, AfterProbe sessions = AfterProbe::Keep,
+                         PackageAnswers* answers = nullptr);
 
 // One probe of one node with an explicit request (init --from): its facts,
 // or {"unreachable": why}.

@@ -6,6 +6,7 @@
 // on captured output, so no parsing logic runs on the node.
 
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -35,12 +36,25 @@ FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& nod
 // The script for `sh -s`. Every requested value is shell-quoted.
 std::string probe_script(const FactsRequest& request);
 
+// What identifies the package sections' commands of `request` (with the
+// script's environment, what their inputs are and gpuexpand's version): an
+// earlier answer is reused only for the same key. Empty where the request
+// has no package sections.
+std::string package_sections_key(const FactsRequest& request);
+
+// From a probe's whole output (the script made with fingerprint_packages):
+// the answer to keep for the next probe of the node, or nothing where
+// there is none to keep: an earlier answer was reused, a tool failed, the
+// node has no dpkg database (rpm), the output is not complete.
+std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view output, const FactsRequest& request);
+
 // The file under /proc/sys that holds a sysctl key ("vm.swappiness" ->
 // "/proc/sys/vm/swappiness").
 std::string sysctl_path(const std::string& key);
 
 // Turns the script's output into a facts document for `node`. Errors only
-// for output that is not the probe's at all (truncated, wrong shell).
+// for output that is not the probe's at all (truncated, wrong shell), or
+// one that reused an earlier package answer the request does not hold.
 Result<nlohmann::json> parse_probe_output(std::string_view output, const std::string& node,
                                           const FactsRequest& request, const std::string& collected_at);
 

@@ -99,6 +99,16 @@ struct EventRecord {
   nlohmann::json detail;
 };
 
+// A node's last answer to its probe's package sections, kept for the next
+// probe (FactsRequest::earlier_packages says what the fields hold).
+struct StoredPackageAnswer {
+  std::string node;
+  std::string key;
+  std::string inputs;
+  std::string output;
+  std::string saved_at;
+};
+
 // "nodes a, b are locked by run 12 (root@lab pid 4242) since 2026-11-30T03:00:00Z", plus a hint to
 // `gpuexpand unlock --force` when the holder is known to be dead.
 std::string describe(const LockConflict& conflict);
@@ -124,7 +134,8 @@ class StateStore {
   // v1: runs, run_nodes, phase_results, checkpoints, audit, locks. v2: events, status indexes.
   // v3: check_results (acceptance checks). v4: run_nodes.result and .message (--limit @failed).
   // v5: audit.user, .sudo, .stdin_bytes, .stdin_sha256 (gpuexpand audit).
-  static constexpr int kSchemaVersion = 5;
+  // v6: package_answers (a probe's reusable package sections).
+  static constexpr int kSchemaVersion = 6;
 
   // Opens (creating the file and parent directories), sets WAL, busy_timeout 5000, foreign keys,
   // and migrates the schema to the current version inside one transaction per step.
@@ -167,8 +178,13 @@ class StateStore {
   Result<std::vector<LockConflict>> force_unlock(const std::vector<std::string>& nodes, const std::string& who,
                                                  const std::string& at);
 
+  // The newest package answer of each node (upsert on node), one transaction for the batch.
+  Result<void> keep_package_answers(const std::vector<StoredPackageAnswer>& answers);
+
   // Queries
   Result<std::optional<RunRecord>> run(int64_t id);
+  // The kept package answers of `nodes` (empty: all), by node.
+  Result<std::vector<StoredPackageAnswer>> package_answers(const std::vector<std::string>& nodes);
   Result<std::vector<RunRecord>> runs(int limit);                  // newest first; limit <= 0: all
   Result<std::vector<PhaseResult>> phase_results(int64_t run_id);  // in the order first recorded
   // For each (node, phase) the result of the newest run that recorded it (for `status` and resume).

@@ -4,11 +4,21 @@
 // into the script and parses the answer.
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace gpuexpand {
+
+// A node's earlier answer to the package sections of its probe (dpkg-query,
+// apt-cache), which the next probe may reuse instead of running those tools
+// again while every file they read is as it was (facts/probe.hpp).
+struct EarlierPackageAnswer {
+  std::string key;     // package_sections_key of the request it answered
+  std::string inputs;  // what stat printed for the files apt and dpkg read
+  std::string output;  // the probe's output from those stat lines to the sections' end, as printed
+};
 
 struct FactsRequest {
   std::set<std::string> sysctl_keys;
@@ -55,6 +65,12 @@ struct FactsRequest {
   // nvidia-smi call initialises NVML on every GPU (tenths of a second on
   // a real 8-GPU node), so plan and apply make one call, not three.
   bool gpu_details = false;
+  // Set where answers are kept between runs (a state store): the probe
+  // prints what stat says of the files apt and dpkg read before their
+  // sections, and with `earlier_packages` (of the same key) prints "@@same"
+  // instead of running those tools when nothing there changed.
+  bool fingerprint_packages = false;
+  std::optional<EarlierPackageAnswer> earlier_packages;
 };
 
 }  // namespace gpuexpand
