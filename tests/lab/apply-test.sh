@@ -84,6 +84,26 @@ check "  and on ctl the preflight plus at most one script per node" test "$(comm
 "$gx" plan "$work/lab.yaml" --limit 'node-[01-03]' --detailed-exitcode >/dev/null
 check "plan --detailed-exitcode says nothing is pending (0)" test $? -eq 0
 
+# ---------------------------------------------------------------- package answers
+# dpkg and apt are asked again only when a file they read has changed: two
+# probes in a row, and the second reuses the first's answer (its row is
+# not written again); a package held behind gpuexpand's back (dpkg's
+# database rewritten) is seen by the next probe, and so is its release.
+answered_at() { sqlite3 "$state" "select saved_at from package_answers where node = '$1'"; }
+# (The driver phase holds the driver's packages; jq is held only here.)
+held_on_02() { "$gx" facts "$work/lab.yaml" --limit node-02 --state "$state" -o json | jq -c '.nodes["node-02"].held_packages | index("jq") != null'; }
+held_on_02 >/dev/null
+kept=$(answered_at node-02)
+sleep 1  # saved_at counts seconds
+check "package answers: node-02's answer is kept" test -n "$kept"
+check "  a probe with nothing changed: jq is not held" test "$(held_on_02)" = false
+check "  and reuses it" test "$(answered_at node-02)" = "$kept"
+sshn node-02 "apt-mark hold jq" >/dev/null
+check "  jq held on the node: the next probe sees it" test "$(held_on_02)" = true
+check "  from dpkg, asked again" test "$(answered_at node-02)" != "$kept"
+sshn node-02 "apt-mark unhold jq" >/dev/null
+check "  released: the next probe sees that too" test "$(held_on_02)" = false
+
 # ---------------------------------------------------------------- init --from
 # A spec drafted from node-01 (converged: a node in service) validates, and
 # planned against node-01 changes nothing in the phases it covers: only the
