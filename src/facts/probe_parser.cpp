@@ -685,8 +685,30 @@ constexpr std::string_view kInputsEndMarker = "\n@@gpx:package-inputs-end\n";
 
 // The output with an earlier package answer put where the probe printed
 // "@@same" for it: the same bytes the tools printed when they last ran.
+// Where the package part begins: its last marker, as split_sections keeps
+// the last section of a name (text printed earlier, an apt source file's,
+// cannot stand in for it).
+size_t package_part_at(std::string_view output) { return output.rfind(kInputsMarker); }
+
+// Whether the newest change time among stat's lines is a whole second: a
+// file system that keeps no finer times, on which a same-size edit within
+// the second of the probe would not show, so no answer is kept. (Only the
+// newest: files unpacked from an image may carry whole-second times on any
+// file system, but what the node itself wrote last carries its own.)
+bool times_are_whole_seconds(std::string_view inputs) {
+  std::pair<long long, std::string> newest{-1, ""};
+  for (const auto& line : lines_of(std::string(inputs))) {
+    const std::string ctime = line.substr(line.rfind(' ') + 1);
+    const size_t dot = ctime.find('.');
+    const auto seconds = to_number<long long>(std::string_view(ctime).substr(0, dot));
+    if (!seconds || dot == std::string::npos || ctime.size() - dot != 10) return true;
+    newest = std::max(newest, {*seconds, ctime.substr(dot + 1)});
+  }
+  return newest.first < 0 || newest.second == "000000000";
+}
+
 Result<std::optional<std::string>> with_earlier_packages(std::string_view output, const FactsRequest& request) {
-  const size_t at = output.find(kInputsMarker);
+  const size_t at = package_part_at(output);
   const std::optional<std::string> as_printed;
   if (at == std::string_view::npos || output.substr(at + kInputsMarker.size(), 7) != "@@same\n") return as_printed;
   const size_t end = output.find(kInputsEndMarker, at);
@@ -704,7 +726,7 @@ Result<std::optional<std::string>> with_earlier_packages(std::string_view output
 
 std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view output, const FactsRequest& request) {
   if (!request.fingerprint_packages) return std::nullopt;
-  const size_t at = output.find(kInputsMarker);
+  const size_t at = package_part_at(output);
   if (at == std::string_view::npos) return std::nullopt;
   const size_t end = output.find(kInputsEndMarker, at);
   const size_t inputs_end = output.find("\n@@gpx:", at + kInputsMarker.size() - 1);
@@ -717,7 +739,14 @@ std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view outp
                              inputs.find("\n/var/lib/dpkg/status ") == std::string_view::npos)) {
     return std::nullopt;
   }
-  if (output.find("\n@@gpx:end\n", end) == std::string_view::npos) return std::nullopt;
+  if (output.find("\n@@gpx:end\n", end) == std::string_view::npos || times_are_whole_seconds(inputs)) return std::nullopt;
+  // Configuration that points apt or dpkg at other files: they may change
+  // while the inputs do not.
+  static constexpr std::string_view kConfig = "\n@@gpx:package-config\n";
+  if (const size_t config = output.rfind(kConfig, at); config != std::string_view::npos &&
+      output.compare(config + kConfig.size(), 7, "\n@@gpx:") != 0) {
+    return std::nullopt;
+  }
   return EarlierPackageAnswer{package_sections_key(request), std::string(inputs), std::string(output.substr(at, end - at))};
 }
 

@@ -105,7 +105,11 @@ constexpr const char* kPackageInputs =
 std::string package_part(const FactsRequest& request) {
   std::string sections = package_sections(request);
   if (sections.empty() || !request.fingerprint_packages) return sections;
-  std::string s = "m package-inputs; gx_pbad= gx_pi=$(stat -L -c '%n %i %s %.9Y %.9Z' -- " +
+  // APT_CONFIG or DPKG_ADMINDIR in the login's environment (sshd's
+  // SetEnv, pam_env) point the tools at files not among the inputs: no
+  // fingerprint then, so nothing is kept or reused.
+  std::string s = "m package-inputs; gx_pbad= gx_pi=; [ -n \"${APT_CONFIG-}${DPKG_ADMINDIR-}\" ] || "
+                  "gx_pi=$(stat -L -c '%n %i %s %.9Y %.9Z' -- " +
                   std::string(kPackageInputs) + " 2>/dev/null)\n";
   const auto& earlier = request.earlier_packages;
   if (earlier && !earlier->inputs.empty() && earlier->key == package_sections_key(request)) {
@@ -196,6 +200,14 @@ std::string probe_script(const FactsRequest& request) {
     // stays as it is and reads as nothing.
     reads += " @apt-sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources";
   }
+  if (request.fingerprint_packages && !package_sections(request).empty()) {
+    // The configuration lines that would make apt or dpkg read files other
+    // than the package inputs (package_part): apt's Dir and RootDir
+    // settings (but its cache's and log's) and #include, dpkg's admindir,
+    // instdir and root.
+    // Where there are any, the controller keeps no answer.
+    reads += " @package-config /etc/apt/apt.conf /etc/apt/apt.conf.d/* /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*";
+  }
   s += "m cpu; awk -v numa=\"$gx_n\" '"
        "BEGIN { for (i = 3; i < ARGC; i++) { extra[i] = ARGV[i]; ARGV[i] = \"\" } } "
        "FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
@@ -207,7 +219,11 @@ std::string probe_script(const FactsRequest& request) {
        "    if (substr(a, 1, 1) == \"@\") { sec = substr(a, 2); printf \"\\n@@gpx:%s\\n\", sec; continue }\n"
        "    r = (getline l < a); if (r < 0) continue\n"
        "    if (sec == \"apt-sources\") print \"@@file \" a\n"
-       "    while (r > 0) { if (sec == \"sysctls\") print a \":\" l; else print l; r = (getline l < a) }\n"
+       "    while (r > 0) {\n"
+       "      if (sec == \"sysctls\") print a \":\" l\n"
+       "      else if (sec != \"package-config\") print l\n"
+       "      else { k = tolower(l); if (k ~ /#include|rootdir|(^|[^a-z])dir[ \\t]*(::|[{\"])|^[ \\t]*(admindir|instdir|root)([ \\t=]|$)/ && k !~ /dir::(cache|log)/) print a \": \" l }\n"
+       "      r = (getline l < a) }\n"
        "    close(a); if (sec == \"apt-sources\") print \"\"\n"
        "  } }' /proc/cpuinfo /proc/meminfo" + reads + "\n";
   s += package_part(request);

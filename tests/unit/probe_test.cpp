@@ -472,7 +472,8 @@ TEST(ProbeScript, APackageAnswerIsReusedWhileTheFilesAptReadsAreUnchanged) {
 
   // A file apt reads changed (one more stat line): the tools run again and
   // their new answer is the one kept.
-  const std::string changed_stat = "stat() { command stat \"$@\"; echo '/var/lib/apt/lists/new 1 2 3 4'; }\n";
+  const std::string changed_stat =
+      "stat() { command stat \"$@\"; echo '/var/lib/apt/lists/new 1 2 3.000000001 4.000000001'; }\n";
   const std::string third =
       run_sh(changed_stat + with_programs(probe_script(request), dir + "/bin3", counted(dir + "/third")));
   EXPECT_EQ(third.find("@@same"), std::string::npos);
@@ -485,7 +486,7 @@ TEST(ProbeScript, APackageAnswerIsReusedWhileTheFilesAptReadsAreUnchanged) {
   const auto rekept = package_answer_to_keep(third, request);
   ASSERT_TRUE(rekept);
   EXPECT_NE(rekept->inputs, kept->inputs);
-  EXPECT_NE(rekept->inputs.find("/var/lib/apt/lists/new 1 2 3 4"), std::string::npos);
+  EXPECT_NE(rekept->inputs.find("/var/lib/apt/lists/new 1 2 3.000000001 4.000000001"), std::string::npos);
 
   // Other packages asked: another key, and the earlier answer is not offered.
   FactsRequest other = request;
@@ -538,27 +539,104 @@ TEST(ProbeOutput, AReusedAnswerTheRunDoesNotHoldIsAnError) {
   EXPECT_NE(facts.error().message.find("earlier answer about packages"), std::string::npos) << facts.error().message;
   // With it, the answer is put in its place, as the tools printed it.
   request.earlier_packages = EarlierPackageAnswer{
-      package_sections_key(request), "/var/lib/dpkg/status 1 2 3 4",
-      "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5.2.15-2+b2\n"};
+      package_sections_key(request), "/var/lib/dpkg/status 1 2 3.5 4.5",
+      "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3.5 4.5\n\n@@gpx:packages\nbash\tii \t5.2.15-2+b2\n"};
   facts = parse_probe_output(output, "n1", request, "2026-12-07T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_EQ((*facts)["packages"]["bash"], "5.2.15-2+b2");
 }
 
+// A complete probe's output around a package part whose stat printed INPUTS.
+std::string probe_output_with(const std::string& inputs, const std::string& before = "") {
+  return before + "\n@@gpx:package-inputs\n" + inputs + "\n\n@@gpx:packages\nbash\tii \t5\n" +
+         "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+}
+
 TEST(ProbeOutput, NothingOfANodeWithoutADpkgDatabaseIsKept) {
   FactsRequest request = package_request();
-  const std::string rpm_node =
-      "\n@@gpx:package-inputs\n/etc/machine-id 5 33 1.0 1.0\n\n@@gpx:packages\nbash\tii \t5.1-1.el9\n"
-      "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
-  EXPECT_FALSE(package_answer_to_keep(rpm_node, request));
-  const std::string cut_short = "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5\n";
-  EXPECT_FALSE(package_answer_to_keep(cut_short, request)) << "no end marker: the probe stopped early";
+  const std::string status = "/var/lib/dpkg/status 1412 148721 1796653782.024623347 1796653782.024623347";
+  EXPECT_TRUE(package_answer_to_keep(probe_output_with(status), request));
+  EXPECT_FALSE(package_answer_to_keep(probe_output_with("/etc/machine-id 5 33 1.5 1.5"), request)) << "an rpm node";
+  EXPECT_FALSE(package_answer_to_keep(probe_output_with(""), request)) << "no stat at all (APT_CONFIG set)";
+  const std::string whole = probe_output_with(status);
+  EXPECT_FALSE(package_answer_to_keep(whole.substr(0, whole.size() - 11), request))
+      << "no end marker: the probe stopped early";
   FactsRequest unasked = request;
   unasked.fingerprint_packages = false;
-  const std::string whole = "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3 4\n\n@@gpx:packages\nbash\tii \t5\n"
-                            "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
-  EXPECT_TRUE(package_answer_to_keep(whole, request));
   EXPECT_FALSE(package_answer_to_keep(whole, unasked));
+}
+
+TEST(ProbeOutput, NoAnswerIsKeptFromAFileSystemWithWholeSecondTimes) {
+  FactsRequest request = package_request();
+  const std::string image = "/etc/apt 542 4096 1750775825.000000000 1750775825.000000000\n";
+  EXPECT_FALSE(package_answer_to_keep(
+      probe_output_with(image + "/var/lib/dpkg/status 1412 148721 1796653782.000000000 1796653782.000000000"), request))
+      << "the newest change (dpkg's own write) in whole seconds";
+  EXPECT_FALSE(package_answer_to_keep(probe_output_with("/var/lib/dpkg/status 1412 148721 1796653782 1796653782"), request))
+      << "a stat that printed no fraction";
+  // Files from the image keep whole-second times on any file system; the
+  // node's own writes have their fraction.
+  EXPECT_TRUE(package_answer_to_keep(
+      probe_output_with(image + "/var/lib/dpkg/status 1412 148721 1796653782.000000000 1796653782.024623347"), request));
+}
+
+TEST(ProbeOutput, NoAnswerIsKeptWhereAptOrDpkgIsPointedAtOtherFiles) {
+  FactsRequest request = package_request();
+  const std::string status = "/var/lib/dpkg/status 1412 148721 1796653782.024623347 1796653782.024623347";
+  EXPECT_TRUE(package_answer_to_keep(probe_output_with(status, "\n@@gpx:package-config\n"), request));
+  EXPECT_FALSE(package_answer_to_keep(
+      probe_output_with(status, "\n@@gpx:package-config\n/etc/apt/apt.conf.d/50lists: Dir::State::Lists \"/srv/lists\";"),
+      request));
+}
+
+TEST(ProbeOutput, TheLastPackageMarkerIsTheProbes) {
+  // A raw section printed earlier (an apt source file, os-release) holding
+  // the marker's line cannot stand in for the probe's own part.
+  FactsRequest request = package_request();
+  request.earlier_packages = EarlierPackageAnswer{
+      package_sections_key(request), "/var/lib/dpkg/status 1 2 3.5 4.5",
+      "\n@@gpx:package-inputs\n/var/lib/dpkg/status 1 2 3.5 4.5\n\n@@gpx:packages\nbash\tii \t5.2.15-2+b2\n"};
+  const std::string output =
+      "\n@@gpx:os-release\nID=debian\n\n@@gpx:package-inputs\nnot the probe's\n\n@@gpx:package-inputs-end\n"
+      "\n@@gpx:package-inputs\n@@same\n\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+  auto facts = parse_probe_output(output, "n1", request, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_EQ((*facts)["packages"]["bash"], "5.2.15-2+b2");
+}
+
+TEST(ProbeScript, TheConfigScanFindsWhatPointsAptOrDpkgElsewhere) {
+  const std::string dir = ::testing::TempDir() + "gpx-probe-package-config";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/docker-clean") << "# no cache\nDir::Cache::pkgcache \"\";\nDir::Cache::srcpkgcache \"\";\n";
+  std::ofstream(dir + "/70debconf") << "// directory of hooks\nDPkg::Pre-Install-Pkgs {\"/usr/sbin/dpkg-preconfigure\";};\n";
+  std::ofstream(dir + "/50lists") << "Dir::State::Lists \"/srv/lists\";\n";
+  std::ofstream(dir + "/51nested") << "dir {\n  State \"/srv\";\n};\n";
+  std::ofstream(dir + "/52root") << "RootDir \"/srv/chroot\";\n";
+  std::ofstream(dir + "/53include") << "#include \"/srv/more.conf\";\n";
+  std::ofstream(dir + "/dpkg.cfg") << "# admin\nforce-unsafe-io\nadmindir /srv/dpkg\n";
+  FactsRequest request = package_request();
+  std::string script = probe_script(request);
+  const std::string scanned = "/etc/apt/apt.conf /etc/apt/apt.conf.d/* /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*";
+  ASSERT_NE(script.find(scanned), std::string::npos);
+  script.replace(script.find(scanned), scanned.size(), dir + "/*");
+  const std::string output = run_sh(script);
+  const size_t at = output.find("\n@@gpx:package-config\n");
+  ASSERT_NE(at, std::string::npos) << output;
+  const std::string body = output.substr(at + 22, output.find("\n@@gpx:", at + 1) - at - 22);
+  EXPECT_EQ(body, dir + "/50lists: Dir::State::Lists \"/srv/lists\";\n" + dir + "/51nested: dir {\n" + dir +
+                      "/52root: RootDir \"/srv/chroot\";\n" + dir + "/53include: #include \"/srv/more.conf\";\n" + dir +
+                      "/dpkg.cfg: admindir /srv/dpkg\n");
+  EXPECT_FALSE(package_answer_to_keep(output, request)) << "this script's answer is never kept";
+}
+
+TEST(ProbeScript, NoFingerprintWhereTheLoginPointsAptElsewhere) {
+  FactsRequest request = package_request();
+  const std::string output = run_sh("export APT_CONFIG=/srv/apt.conf\n" + probe_script(request));
+  const size_t at = output.find("\n@@gpx:package-inputs\n");
+  ASSERT_NE(at, std::string::npos) << output;
+  EXPECT_EQ(output.compare(at + 22, 8, "\n\n@@gpx:"), 0) << output.substr(at, 80);
+  EXPECT_FALSE(package_answer_to_keep(output, request));
 }
 
 TEST(ProbeScript, ListsDirectoriesByName) {
