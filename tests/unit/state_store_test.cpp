@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gpuexpand/exec/store_journal.hpp"
+#include "gpuexpand/exec/stored_package_answers.hpp"
 
 namespace gpuexpand {
 namespace {
@@ -920,6 +921,33 @@ TEST_F(StateStoreTest, KeepsEachNodesNewestPackageAnswer) {
   // A batch with a nameless answer writes nothing of the batch.
   EXPECT_FALSE(store->keep_package_answers({{"node-03", "k", "i", "o", "t"}, {"", "k", "i", "o", "t"}}));
   EXPECT_EQ(store->package_answers({"node-03"})->size(), 0u);
+}
+
+TEST_F(StateStoreTest, StoredPackageAnswersReadOnceAndWriteWhatTheRunKept) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  ASSERT_TRUE(store->keep_package_answers({{"node-01", "k", "in-1", "out-1", "2026-12-07T00:00:00Z"},
+                                           {"node-09", "k", "in-9", "out-9", "2026-12-07T00:00:00Z"}}));
+  {
+    StoredPackageAnswers answers(*store, {"node-01", "node-02"}, [] { return std::string("2026-12-07T01:00:00Z"); });
+    ASSERT_TRUE(answers.earlier("node-01"));
+    EXPECT_EQ(answers.earlier("node-01")->inputs, "in-1");
+    EXPECT_EQ(answers.earlier("node-01")->output, "out-1");
+    EXPECT_FALSE(answers.earlier("node-02"));
+    EXPECT_FALSE(answers.earlier("node-09")) << "only the run's nodes are read";
+    answers.keep("node-02", {"k", "in-2", "out-2"});
+    answers.keep("node-01", {"k", "in-1b", "out-1b"});
+    EXPECT_EQ(answers.earlier("node-02")->inputs, "in-2") << "a later probe of the run sees what an earlier kept";
+    EXPECT_EQ(store->package_answers({"node-02"})->size(), 0u) << "nothing is written before flush";
+    ASSERT_TRUE(answers.flush());
+  }
+  auto rows = store->package_answers({});
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ(rows->at(0).inputs, "in-1b");
+  EXPECT_EQ(rows->at(0).saved_at, "2026-12-07T01:00:00Z");
+  EXPECT_EQ(rows->at(1).output, "out-2");
+  EXPECT_EQ(rows->at(2).saved_at, "2026-12-07T00:00:00Z") << "a node the run did not probe keeps its row";
 }
 
 TEST_F(StateStoreTest, AnEmptyFileIsANewStore) {
