@@ -683,8 +683,6 @@ Result<nlohmann::json> parse_whole_probe_output(std::string_view output, const s
 constexpr std::string_view kInputsMarker = "\n@@gpx:package-inputs\n";
 constexpr std::string_view kInputsEndMarker = "\n@@gpx:package-inputs-end\n";
 
-// The output with an earlier package answer put where the probe printed
-// "@@same" for it: the same bytes the tools printed when they last ran.
 // Where the package part begins: its last marker, as split_sections keeps
 // the last section of a name (text printed earlier, an apt source file's,
 // cannot stand in for it).
@@ -707,6 +705,15 @@ bool times_are_whole_seconds(std::string_view inputs) {
   return newest.first < 0 || newest.second == "000000000";
 }
 
+// The raw text from `from` to the next section marker (its newlines kept):
+// a section's bytes as printed, where split_sections trims them.
+std::string_view raw_body(std::string_view output, size_t from) {
+  const size_t next = output.find("\n@@gpx:", from);
+  return output.substr(from, next == std::string_view::npos ? std::string_view::npos : next - from);
+}
+
+// The output with an earlier package answer put where the probe printed
+// "@@same" for it: the same bytes the tools printed when they last ran.
 Result<std::optional<std::string>> with_earlier_packages(std::string_view output, const FactsRequest& request) {
   const size_t at = package_part_at(output);
   const std::optional<std::string> as_printed;
@@ -729,9 +736,8 @@ std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view outp
   const size_t at = package_part_at(output);
   if (at == std::string_view::npos) return std::nullopt;
   const size_t end = output.find(kInputsEndMarker, at);
-  const size_t inputs_end = output.find("\n@@gpx:", at + kInputsMarker.size() - 1);
-  if (end == std::string_view::npos || inputs_end == std::string_view::npos) return std::nullopt;
-  std::string_view inputs = output.substr(at + kInputsMarker.size(), inputs_end - at - kInputsMarker.size());
+  if (end == std::string_view::npos) return std::nullopt;
+  std::string_view inputs = raw_body(output, at + kInputsMarker.size());
   if (!inputs.empty() && inputs.back() == '\n') inputs.remove_suffix(1);
   // "@@same": the earlier answer stands. No dpkg database: nothing of an
   // rpm node is reused (its database is not among the inputs).
@@ -743,8 +749,8 @@ std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view outp
   // Configuration that points apt or dpkg at other files: they may change
   // while the inputs do not.
   static constexpr std::string_view kConfig = "\n@@gpx:package-config\n";
-  if (const size_t config = output.rfind(kConfig, at); config != std::string_view::npos &&
-      output.compare(config + kConfig.size(), 7, "\n@@gpx:") != 0) {
+  if (const size_t config = output.rfind(kConfig, at);
+      config != std::string_view::npos && !raw_body(output, config + kConfig.size()).empty()) {
     return std::nullopt;
   }
   return EarlierPackageAnswer{package_sections_key(request), std::string(inputs), std::string(output.substr(at, end - at))};

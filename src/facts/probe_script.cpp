@@ -93,6 +93,13 @@ constexpr const char* kPackageInputs =
     "/etc/apt /etc/apt/apt.conf* /etc/apt/apt.conf.d/* /etc/apt/preferences* /etc/apt/preferences.d/* "
     "/etc/apt/sources.list* /etc/apt/sources.list.d/* /var/lib/apt/lists /var/lib/apt/lists/*";
 
+// package_sections_key of the sections as rendered.
+std::string sections_key(const std::string& sections) {
+  if (sections.empty()) return "";
+  return sha256_hex(std::string("gpuexpand " GPUEXPAND_VERSION "\n") + kRemoteScriptEnvironment + kPackageInputs + "\n" +
+                    sections);
+}
+
 // The package sections, and where the request asks for it their inputs'
 // fingerprint first: inode, size, and modification and change times to
 // the nanosecond of each file, one stat in all. With an earlier answer of
@@ -112,7 +119,7 @@ std::string package_part(const FactsRequest& request) {
                   "gx_pi=$(stat -L -c '%n %i %s %.9Y %.9Z' -- " +
                   std::string(kPackageInputs) + " 2>/dev/null)\n";
   const auto& earlier = request.earlier_packages;
-  if (earlier && !earlier->inputs.empty() && earlier->key == package_sections_key(request)) {
+  if (earlier && !earlier->inputs.empty() && earlier->key == sections_key(sections)) {
     s += "if [ \"$gx_pi\" = " + shell_quote(earlier->inputs) + " ]; then echo @@same; else printf '%s\\n' \"$gx_pi\"\n" +
          sections + "fi\n";
   } else {
@@ -123,12 +130,7 @@ std::string package_part(const FactsRequest& request) {
 
 }  // namespace
 
-std::string package_sections_key(const FactsRequest& request) {
-  const std::string sections = package_sections(request);
-  if (sections.empty()) return "";
-  return sha256_hex(std::string("gpuexpand " GPUEXPAND_VERSION "\n") + kRemoteScriptEnvironment + kPackageInputs + "\n" +
-                    sections);
-}
+std::string package_sections_key(const FactsRequest& request) { return sections_key(package_sections(request)); }
 
 FactsRequest controller_request_for(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                     const nlohmann::json& node_facts) {
