@@ -16,6 +16,7 @@ trap 'rm -rf "$work"' EXIT
 
 passed=0 failed=0
 failed_checks=()  # named again at the end: CI shows a log's head and tail
+notes=()          # said again at the end too: what a passing check saw on its way
 
 # converged SPEC NODES — the precondition of a test section: NODES (a
 # --limit) applied with SPEC, so the section does not depend on what the
@@ -46,6 +47,10 @@ source "$here/lab-source.sh"
 
 ok() { passed=$((passed + 1)); echo "ok   - $*"; }
 bad() { failed=$((failed + 1)); failed_checks+=("$*"); echo "FAIL - $*"; }
+# detail TEXT — adds TEXT to the last failed check's line at the end (the
+# finding or value that made it fail: CI's log keeps only the head and tail).
+detail() { ((${#failed_checks[@]})) && failed_checks[-1]+=" [${1//$'\n'/; }]"; }
+noted() { notes+=("${1//$'\n'/; }"); echo "note - $1"; }
 check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
   local what=$1
   shift
@@ -57,6 +62,7 @@ check() { # DESCRIPTION COMMAND... — returns 1 when it failed (to show more)
 finish() {
   echo "$passed passed, $failed failed"
   local what
+  for what in "${notes[@]}"; do echo "  noted:  $what"; done
   for what in "${failed_checks[@]}"; do echo "  failed: $what"; done
   ((failed == 0))
   exit
