@@ -55,8 +55,11 @@ class Execution {
       runs_[i].index = i;
       runs_[i].node = nodes[i];
       // As plan asks (with reference nodes, the consistency set too), so a
-      // saved plan's facts digest compares like with like.
-      runs_[i].request = node_probe_request(spec, *nodes[i], playbooks);
+      // saved plan's facts digest compares like with like; with --until,
+      // only what the phases up to it need (no later phase is run or
+      // verified: its checks, files and controller questions would cost
+      // every probe for nothing).
+      runs_[i].request = node_probe_request(spec, *nodes[i], playbooks, nullptr, options.until_phase);
       ask_with_earlier_answer(runs_[i].request, nodes[i]->name, options.package_answers);
       report_.nodes.push_back({nodes[i]->name, NodeResult::NotStarted, 0, ""});
     }
@@ -244,7 +247,7 @@ class Execution {
     // and verification does not hold a "?" against a phase. A check whose
     // text changes with these facts was run as it read before: its result
     // is not this check's, and is dropped ("?", decided on the node).
-    FactsRequest next = node_probe_request(spec_, *run.node, playbooks_, &run.facts);
+    FactsRequest next = node_probe_request(spec_, *run.node, playbooks_, &run.facts, options_.until_phase);
     ask_with_earlier_answer(next, run.node->name, options_.package_answers);
     if (auto checks = run.facts.find("checks"); checks != run.facts.end() && checks->is_object()) {
       for (const auto& [key, command] : run.request.checks) {

@@ -24,8 +24,8 @@ bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node) {
 }
 
 FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
-                                const nlohmann::json* facts) {
-  FactsRequest request = facts_request_for(steps_to_probe(spec, node, playbooks, facts));
+                                const nlohmann::json* facts, const std::string& last_phase) {
+  FactsRequest request = facts_request_for(steps_to_probe(spec, node, playbooks, facts, last_phase));
   if (spec.reference_nodes.empty()) {
     request.unpinned_packages.clear();  // only the consistency report needs their candidates
     return request;

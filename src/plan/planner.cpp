@@ -285,10 +285,45 @@ bool delegated_check_reads_facts(const Step& step) {
   return variables && std::find(variables->begin(), variables->end(), "facts") != variables->end();
 }
 
+// Facts sections that exist only because some step's kind asked for them
+// (StepKind::request_facts): a condition, parameter or label that reads one
+// depends on whichever step asked, which may be a step of a later phase.
+bool reads_requested_facts(const std::string& text) {
+  static const std::regex requested(
+      R"(facts\s*(\.\s*|\[\s*['"])(sysctl|packages|held_packages|package_candidates|package_install_candidates|files|)"
+      R"(services|directories|apt_sources|checks|controller_files)\b)");
+  return text.find("facts") != std::string::npos && std::regex_search(text, requested);
+}
+
+bool reads_requested_facts(const Phase& phase) {
+  if (reads_requested_facts(phase.when)) return true;
+  return std::any_of(phase.steps.begin(), phase.steps.end(), [](const Step& step) {
+    return reads_requested_facts(step.when) || reads_requested_facts(step.for_each) ||
+           reads_requested_facts(step.label) || reads_requested_facts(step.params.dump());
+  });
+}
+
+// The phases a run that stops after `last_phase` probes: up to it, unless
+// any phase reads facts by a section only steps ask for (then every phase,
+// as without a last phase). Such a condition may read what a later phase's
+// step asks, and the executor plans every phase (it stops before running
+// the later ones): a condition reading a section never gathered would be
+// decided on nothing.
+size_t phases_to_probe(const PlaybookSet& playbooks, const std::string& last_phase) {
+  const auto& phases = playbooks.phases;
+  if (last_phase.empty()) return phases.size();
+  const auto last = std::find_if(phases.begin(), phases.end(), [&](const Phase& p) { return p.name == last_phase; });
+  if (last == phases.end()) return phases.size();
+  if (std::any_of(phases.begin(), phases.end(), [](const Phase& p) { return reads_requested_facts(p); })) {
+    return phases.size();
+  }
+  return static_cast<size_t>(last - phases.begin()) + 1;
+}
+
 }  // namespace
 
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
-                                         const json* facts) {
+                                         const json* facts, const std::string& last_phase) {
   std::vector<ResolvedStep> out;
   json vars = playbook_variables(spec, node);
   vars["facts"] = facts ? *facts : json::object();
@@ -329,7 +364,9 @@ std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec
     auto holds = evaluate_condition_without(condition, vars, "facts");
     return !holds || holds.value();
   };
-  for (const auto& phase : playbooks.phases) {
+  const size_t probed = phases_to_probe(playbooks, last_phase);
+  for (size_t p = 0; p < probed; ++p) {
+    const Phase& phase = playbooks.phases[p];
     if (!may_hold(phase.when)) continue;
     for (const auto& step : phase.steps) {
       if (step.for_each.empty()) {

@@ -211,6 +211,47 @@ TEST(Executor, ANoOpApplyInBatchesAsksTheControllerOnce) {
   EXPECT_EQ(controller.scripts[0], (std::vector<std::string>{"n1", "n2", "n3", "n4", "n5", "n6"}));
 }
 
+// apply --until a phase before the controller's: the controller is never
+// asked (nor connected to), and no probe carries a later phase's check.
+TEST(Executor, UntilAPhaseBeforeTheControllersAsksItNothing) {
+  auto loaded = testing::load_spec(testing::minimal_spec(
+      "defaults:\n  scheduler:\n    kind: slurm\n    slurm:\n      controller: ctl\n      controller_address: 10.0.0.9\n"));
+  ASSERT_TRUE(loaded.spec) << testing::diagnostics_text(loaded);
+  const ClusterSpec spec = *loaded.spec;
+  PlaybookSet playbooks;
+  playbooks.phases.push_back(phase("monitoring", 5,
+                                   "  - {id: a, type: command, check: 'check-a', run: 'run-a', rollback: 'true'}\n"));
+  playbooks.phases.push_back(phase("scheduler", 6,
+                                   "  - {id: b, type: command, check: 'check-b-{{ node.name }}',\n"
+                                   "     run: 'run-b-{{ node.name }}', rollback: 'true', delegate_to: controller}\n"));
+  CountingController controller;
+  std::vector<std::string> probes;
+  ScriptedRunner runner([&](size_t, const CommandRequest& request) {
+    if (request.stdin_data.rfind("# gpuexpand facts probe", 0) == 0) probes.push_back(request.stdin_data);
+    return controller.answer(request);
+  });
+  std::vector<const NodeSpec*> nodes;
+  for (const auto& n : spec.nodes) nodes.push_back(&n);
+  PhaseLog journal;
+  ExecutorOptions options;
+  options.until_phase = "monitoring";
+  const ExecutionReport report = execute(spec, nodes, playbooks, runner, journal, options);
+  EXPECT_EQ(journal.finished, (std::vector<std::string>{"monitoring succeeded", "monitoring succeeded"}));
+  EXPECT_TRUE(controller.scripts.empty());
+  EXPECT_TRUE(controller.configured.empty());
+  ASSERT_FALSE(probes.empty());
+  for (const auto& probe : probes) {
+    EXPECT_NE(probe.find("check-a"), std::string::npos);
+    EXPECT_EQ(probe.find("check-b"), std::string::npos);
+  }
+  // The same run without --until asks the controller for step b.
+  CountingController full;
+  ScriptedRunner full_runner([&](size_t, const CommandRequest& request) { return full.answer(request); });
+  PhaseLog full_journal;
+  (void)execute(spec, nodes, playbooks, full_runner, full_journal, ExecutorOptions{});
+  EXPECT_FALSE(full.scripts.empty());
+}
+
 // A delegated check that reads the node's facts cannot be asked ahead as
 // it will read: that node asks with its facts, the others take their part.
 TEST(Executor, AControllerCheckThatReadsFactsIsAskedWithThem) {

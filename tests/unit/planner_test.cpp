@@ -116,6 +116,40 @@ TEST(Planner, StepsToProbeLeaveOutWhatTheSpecRulesOut) {
   }
 }
 
+// A run that stops after a phase probes the phases up to it, unless a
+// phase reads a section of the facts only steps ask for (facts.packages,
+// facts.checks, ...): which step asks may be one of a later phase, so
+// then every phase is probed, as without a last phase.
+TEST(Planner, StepsToProbeUpToTheLastPhaseUnlessAPhaseReadsWhatStepsAsk) {
+  static ClusterSpec spec;
+  spec = spec_with("  os: {}\n");
+  ASSERT_FALSE(spec.nodes.empty());
+  const auto two_phases = [](const std::string& first_when) {
+    PlaybookSet set = phase_with("  - {id: a, type: command, when: \"" + first_when +
+                                 "\", check: 'test -e /a', run: 'true', rollback: 'true'}\n");
+    PlaybookSet later = phase_with("  - {id: b, type: package, names: [later-tool]}\n"
+                                   "  - {id: c, type: command, check: 'test -e /c', run: 'true', rollback: 'true'}\n");
+    later.phases.at(0).name = "monitoring";
+    set.phases.push_back(later.phases.at(0));
+    return set;
+  };
+  const auto asked = [&](const PlaybookSet& set, const std::string& last) {
+    return facts_request_for(steps_to_probe(spec, spec.nodes[0], set, nullptr, last));
+  };
+  const PlaybookSet plain = two_phases("facts.os.family == 'debian'");
+  EXPECT_EQ(asked(plain, "os-init").checks, (std::map<std::string, std::string>{{"a", "test -e /a"}}));
+  EXPECT_TRUE(asked(plain, "os-init").packages.empty());
+  EXPECT_EQ(asked(plain, "monitoring").checks.size(), 2u);
+  EXPECT_EQ(asked(plain, "").packages, (std::set<std::string>{"later-tool"}));
+  for (const std::string reads : {"facts.packages['later-tool']", "facts.checks.c == 0", "'/x' in facts.files",
+                                  "facts['services'].chrony"}) {
+    const PlaybookSet set = two_phases(reads);
+    const FactsRequest request = asked(set, "os-init");
+    EXPECT_EQ(request.packages, (std::set<std::string>{"later-tool"})) << reads;
+    EXPECT_EQ(request.checks.count("c"), 1u) << reads;
+  }
+}
+
 // A failing check's own words are the reason; without any, its exit code.
 TEST(Planner, ACommandsCheckSaysWhyItFails) {
   const std::string step = "  - {id: mtu, type: command, check: 'false', run: 'true', rollback: 'true'}\n";

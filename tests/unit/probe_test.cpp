@@ -83,6 +83,46 @@ std::vector<std::string> schema_problems(const json& facts) {
   return testing::schema("facts").validate_json(facts);
 }
 
+// apply --until PHASE probes only what the phases up to it need: with
+// --until os-init, nothing of the driver, storage or Slurm steps, and no
+// question for the controller (which may be down while os-init is mended).
+TEST(FactsRequest, UpToTheLastPhaseOfTheRun) {
+  auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
+  ASSERT_TRUE(loaded.spec);
+  const ClusterSpec& spec = *loaded.spec;
+  const FactsRequest all = facts_request_for(steps_to_probe(spec, spec.nodes[0], testing::playbooks()));
+  const FactsRequest os_init =
+      facts_request_for(steps_to_probe(spec, spec.nodes[0], testing::playbooks(), nullptr, "os-init"));
+  EXPECT_TRUE(os_init.files.count("/etc/chrony/chrony.conf"));
+  EXPECT_TRUE(os_init.packages.count("jq"));
+  EXPECT_TRUE(os_init.services.count("chrony"));
+  EXPECT_TRUE(os_init.sysctl_keys.count("vm.max_map_count"));
+  EXPECT_FALSE(os_init.packages.count("nvidia-driver"));
+  EXPECT_FALSE(os_init.files.count("/mnt/shared"));
+  EXPECT_FALSE(os_init.checks.count("interface-mtu[eth1]"));
+  EXPECT_FALSE(os_init.needs_controller());
+  EXPECT_TRUE(all.needs_controller());
+  EXPECT_LT(os_init.packages.size(), all.packages.size());
+  EXPECT_LT(os_init.checks.size() + os_init.files.size(), all.checks.size() + all.files.size());
+  // Every phase's request is what it was without a last phase, and each
+  // later last phase asks at least what an earlier one did.
+  FactsRequest before = os_init;
+  for (const auto& phase : testing::playbooks().phases) {
+    const FactsRequest up_to = facts_request_for(steps_to_probe(spec, spec.nodes[0], testing::playbooks(), nullptr, phase.name));
+    EXPECT_TRUE(std::includes(up_to.files.begin(), up_to.files.end(), before.files.begin(), before.files.end())) << phase.name;
+    EXPECT_TRUE(std::includes(up_to.packages.begin(), up_to.packages.end(), before.packages.begin(), before.packages.end()))
+        << phase.name;
+    before = up_to;
+  }
+  EXPECT_EQ(before.files, all.files);
+  EXPECT_EQ(before.packages, all.packages);
+  EXPECT_EQ(before.checks, all.checks);
+  EXPECT_EQ(before.controller_unresolved, all.controller_unresolved);
+  EXPECT_TRUE(before.needs_controller()) << "--until acceptance asks the controller as a full run does";
+  // A name that is no phase: every phase, as without one.
+  EXPECT_EQ(facts_request_for(steps_to_probe(spec, spec.nodes[0], testing::playbooks(), nullptr, "no-such")).files, all.files);
+}
+
 TEST(FactsRequest, DerivedFromTheStepsThatCouldRun) {
   auto loaded = load_spec_file(testing::source_path("examples/lab-rack.yaml"), testing::schema("cluster"));
   ASSERT_TRUE(loaded.spec);

@@ -19,9 +19,10 @@ namespace gpuexpand {
 // reference node (of spec.reference_nodes) runs no step checks and nothing
 // is asked of a controller for it: it is only read.
 // With `facts` (the node's from its last probe), also what renders only
-// with them: the executor's probes after the first.
+// with them: the executor's probes after the first. `last_phase`: only
+// what phases up to it need (apply --until; steps_to_probe says when not).
 FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
-                                const nlohmann::json* facts = nullptr);
+                                const nlohmann::json* facts = nullptr, const std::string& last_phase = "");
 bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 
 // `runner` must have been made with one endpoint per entry of `nodes`, in

@@ -97,8 +97,13 @@ std::string decision_facts_digest(const nlohmann::json& facts);
 // cannot be rendered yet is left out and its name listed under
 // kProbePending. Steps for the controller are rendered again with the
 // node's facts before the controller is asked (facts/gather.hpp).
+// `last_phase` (apply --until): the steps of later phases are not probed,
+// as that run neither runs nor verifies them; unless a phase has a
+// condition, parameter or label that reads a section only steps ask for
+// (facts.packages, facts.files, facts.checks, ...), which another phase's
+// step may be the one to ask.
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
-                                         const nlohmann::json* facts = nullptr);
+                                         const nlohmann::json* facts = nullptr, const std::string& last_phase = "");
 
 // The acceptance settings of `node` as its acceptance step renders them
 // (the playbook's declared checks, the spec's expectations): what `verify`
