@@ -65,7 +65,9 @@ bool confirmed(Context& context, const ClusterSpec& spec, const std::vector<cons
   auto runner = make_ssh_runner(spec, nodes, options.ssh, {});
   FactsByNode facts =
       gather_facts(spec, nodes, context.playbooks(), *runner, utc_now_rfc3339(), /*gpu_details=*/false, AfterProbe::Close);
-  const Plan plan = make_plan(spec, nodes, context.playbooks(), facts, utc_now_rfc3339());
+  Plan plan = make_plan(spec, nodes, context.playbooks(), facts, utc_now_rfc3339());
+  // What this run will do: with --until, not the later phases' changes.
+  if (!options.until.empty()) keep_phases_until(plan, options.until);
   PlanTextOptions text;
   text.color = context.use_color();
   const std::string whole = render_plan_text(plan, text);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpuexpand/playbook/playbook.hpp"
+
 namespace gpuexpand {
 
 std::string status_name(NodeStatus status) {
@@ -45,6 +47,19 @@ bool Plan::has_changes() const {
     if (node.status == NodeStatus::Changes) return true;
   }
   return false;
+}
+
+void keep_phases_until(Plan& plan, const std::string& last_phase) {
+  const auto& order = phase_order();
+  const auto last = std::find(order.begin(), order.end(), last_phase);
+  if (last == order.end()) return;
+  const auto after = [&](const PhasePlan& phase) {
+    return std::find(order.begin(), order.end(), phase.phase) > last;
+  };
+  for (auto& node : plan.nodes) {
+    std::erase_if(node.phases, after);
+    if (node.status == NodeStatus::Changes && node.phases.empty()) node.status = NodeStatus::Unchanged;
+  }
 }
 
 }  // namespace gpuexpand

@@ -188,6 +188,15 @@ check "a short terminal: the outline first, the changes not shown" \
   bash -c 'grep -qE "^\([0-9]+ lines of changes not shown\)" <<<"$1" && grep -q "(.plan. shows the whole plan)" <<<"$1"' _ "$out"
 check "  'plan' shows them, then 'no' cancels (exit 1)" \
   bash -c '[[ $2 == 1 ]] && grep -q "package busybox: not installed" <<<"$1" && grep -q "apply cancelled: nothing was changed" <<<"$1"' _ "$out" "$rc"
+# apply --until shows and asks only what this run will do: a change in a
+# later phase (the rdma phase's /etc/nccl.conf) is not this run's.
+spec_with "$work/nccl-later.yaml" '.defaults.network.nccl.env = {NCCL_DEBUG: "WARN"}'
+on_tty no apply "$work/nccl-later.yaml" --limit node-03 --until os-init --state "$state"
+check "--until os-init, a change only in a later phase: 'Nothing to change.', exit 0" \
+  test "$rc-$(grep -c 'Nothing to change.' <<<"$out")-$(grep -c '/etc/nccl.conf' <<<"$out")" = "0-1-0"
+on_tty no apply "$work/nccl-later.yaml" --limit node-03 --until rdma --state "$state"
+check "  --until rdma: the change shown and asked for" \
+  bash -c 'grep -q "/etc/nccl.conf" <<<"$1" && grep -q "Apply these changes to 1 node?" <<<"$1"' _ "$out"
 on_tty yes apply "$work/busybox.yaml" --limit node-03 --state "$state"
 check "  'yes': it applies (exit 0, busybox installed)" test "$rc-$(sshn node-03 'dpkg -s busybox >/dev/null 2>&1 && echo in || echo out')" = "0-in"
 

@@ -150,6 +150,33 @@ TEST(Planner, StepsToProbeUpToTheLastPhaseUnlessAPhaseReadsWhatStepsAsk) {
   }
 }
 
+// apply --until shows only what it will do: the later phases' changes go,
+// and a node whose changes were all later is unchanged.
+TEST(Planner, APlanKeptUpToTheLastPhaseOfTheRun) {
+  const auto change = [](const std::string& target) {
+    PlannedChange c;
+    c.target = target;
+    return c;
+  };
+  Plan plan;
+  plan.nodes.resize(3);
+  plan.nodes[0].status = NodeStatus::Changes;
+  plan.nodes[0].phases = {{"os-init", {change("/etc/hosts")}, {}}, {"gpu-driver", {change("nvidia-driver")}, {}}};
+  plan.nodes[1].status = NodeStatus::Changes;
+  plan.nodes[1].phases = {{"storage", {change("/mnt/shared")}, {}}};
+  plan.nodes[2].status = NodeStatus::Unreachable;
+  Plan unknown = plan;
+  keep_phases_until(unknown, "no-such-phase");
+  EXPECT_EQ(unknown.summary().changes, 3u);
+  keep_phases_until(plan, "os-init");
+  ASSERT_EQ(plan.nodes[0].phases.size(), 1u);
+  EXPECT_EQ(plan.nodes[0].phases[0].phase, "os-init");
+  EXPECT_EQ(plan.nodes[1].status, NodeStatus::Unchanged);
+  EXPECT_EQ(plan.nodes[2].status, NodeStatus::Unreachable);
+  EXPECT_EQ(plan.summary().to_change, 1u);
+  EXPECT_EQ(plan.summary().changes, 1u);
+}
+
 // A failing check's own words are the reason; without any, its exit code.
 TEST(Planner, ACommandsCheckSaysWhyItFails) {
   const std::string step = "  - {id: mtu, type: command, check: 'false', run: 'true', rollback: 'true'}\n";

@@ -63,6 +63,11 @@ struct Plan {
   bool has_changes() const;
 };
 
+// The plan of a run that stops after `last_phase` (apply --until): the
+// later phases' changes dropped, and a node left without any is unchanged.
+// An unknown phase name leaves the plan as it is.
+void keep_phases_until(Plan& plan, const std::string& last_phase);
+
 // The plan document `plan -o json` prints and `plan --out` saves
 // (schemas/plan.schema.json, docs/plan-format.md): 1,000 nodes of one
 // build are one entry of "plans", not 1,000 copies of every file.
