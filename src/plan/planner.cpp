@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <mutex>
 #include <regex>
 
 #include "gpuexpand/plan/plan.hpp"
@@ -303,6 +305,23 @@ bool reads_requested_facts(const Phase& phase) {
   });
 }
 
+// Whether any phase does, asked once per loaded playbook set (by its
+// digest): the answer is the playbooks', and every probe of every node
+// asks it, so it is not worked out again from the steps' text each time.
+// A set made in code (no digest) is read every time.
+bool any_phase_reads_requested_facts(const PlaybookSet& playbooks) {
+  const auto reads = [&] {
+    return std::any_of(playbooks.phases.begin(), playbooks.phases.end(), [](const Phase& p) { return reads_requested_facts(p); });
+  };
+  if (playbooks.digest.empty()) return reads();
+  static std::mutex mutex;
+  static std::map<std::string, bool> known;
+  const std::lock_guard lock(mutex);
+  const auto [at, added] = known.try_emplace(playbooks.digest, false);
+  if (added) at->second = reads();
+  return at->second;
+}
+
 // The phases a run that stops after `last_phase` probes: up to it, unless
 // any phase reads facts by a section only steps ask for (then every phase,
 // as without a last phase). Such a condition may read what a later phase's
@@ -314,9 +333,7 @@ size_t phases_to_probe(const PlaybookSet& playbooks, const std::string& last_pha
   if (last_phase.empty()) return phases.size();
   const auto last = std::find_if(phases.begin(), phases.end(), [&](const Phase& p) { return p.name == last_phase; });
   if (last == phases.end()) return phases.size();
-  if (std::any_of(phases.begin(), phases.end(), [](const Phase& p) { return reads_requested_facts(p); })) {
-    return phases.size();
-  }
+  if (any_phase_reads_requested_facts(playbooks)) return phases.size();
   return static_cast<size_t>(last - phases.begin()) + 1;
 }
 
