@@ -60,6 +60,7 @@ class Execution {
       // verified: its checks, files and controller questions would cost
       // every probe for nothing).
       runs_[i].request = node_probe_request(spec, *nodes[i], playbooks, nullptr, options.until_phase);
+      keep_what_decisions_read(runs_[i].request, *nodes[i], playbooks);
       ask_with_earlier_answer(runs_[i].request, nodes[i]->name, options.package_answers);
       report_.nodes.push_back({nodes[i]->name, NodeResult::NotStarted, 0, ""});
     }
@@ -248,6 +249,7 @@ class Execution {
     // text changes with these facts was run as it read before: its result
     // is not this check's, and is dropped ("?", decided on the node).
     FactsRequest next = node_probe_request(spec_, *run.node, playbooks_, &run.facts, options_.until_phase);
+    keep_what_decisions_read(next, *run.node, playbooks_);
     ask_with_earlier_answer(next, run.node->name, options_.package_answers);
     if (auto checks = run.facts.find("checks"); checks != run.facts.end() && checks->is_object()) {
       for (const auto& [key, command] : run.request.checks) {

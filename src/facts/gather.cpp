@@ -45,6 +45,26 @@ FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, c
 
 namespace {
 
+bool wants_rdma(const NodeSpec& node) {
+  if (!node.settings) return false;
+  const auto network = node.settings->find("network");
+  if (network == node.settings->end() || !network->is_object()) return false;
+  const auto rdma = network->find("rdma");
+  if (rdma == network->end() || !rdma->is_object()) return false;
+  const auto kind = rdma->find("kind");
+  return kind != rdma->end() && kind->is_string() && kind->get<std::string>() != "none";
+}
+
+}  // namespace
+
+void keep_what_decisions_read(FactsRequest& request, const NodeSpec& node, const PlaybookSet& playbooks) {
+  if (playbooks_read_shown_facts(playbooks)) return;
+  request.free_space_paths.clear();
+  if (!wants_rdma(node)) request.rdma_ports = false;
+}
+
+namespace {
+
 // One controller's nodes: asked together, in one script, once the last of
 // them has answered its probe (their checks are rendered with their facts).
 struct ControllerBatch {
@@ -107,6 +127,7 @@ FactsByNode gather_facts(const ClusterSpec& spec, const std::vector<const NodeSp
   for (size_t i = 0; i < nodes.size(); ++i) {
     requests[i] = node_probe_request(spec, *nodes[i], playbooks);
     requests[i].gpu_details = gpu_details;
+    if (!gpu_details) keep_what_decisions_read(requests[i], *nodes[i], playbooks);
     ask_with_earlier_answer(requests[i], nodes[i]->name, answers);
     // The controller's handshake while the nodes are probed, not after.
     if (requests[i].needs_controller() && controllers[i]) runner.connect(*controllers[i]);

@@ -672,7 +672,9 @@ Result<nlohmann::json> parse_whole_probe_output(std::string_view output, const s
   facts["kernel_modules"] = {{"loaded", modules}};
   facts["gpus"] = gpu_facts(by_name);
   add_gpu_device_files(body("gpu-device-files"), facts["gpus"]);
-  facts["network"] = {{"interfaces", interfaces_facts(body("ip-addr"))}, {"rdma", rdma_facts(by_name)}};
+  facts["network"] = {{"interfaces", interfaces_facts(body("ip-addr"))}};
+  // Not asked is not "no ports": left out rather than empty.
+  if (request.rdma_ports) facts["network"]["rdma"] = rdma_facts(by_name);
   facts["mounts"] = mounts_facts(body("mounts"));
   facts["fstab"] = fstab_facts(body("fstab"));
   facts["scheduler"] = {{"slurm", slurm_facts(active_state(units, "slurmd"), body("slurm-node"))},

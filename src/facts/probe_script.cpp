@@ -303,9 +303,11 @@ std::string probe_script(const FactsRequest& request) {
   // `ip -d addr` prints each link's details (MTU, state, MAC, bond kind and
   // master) with its addresses: one program for both.
   s += "m ip-addr; ip -j -d addr show 2>/dev/null\n";
-  s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";
-  s += "m ibstat; command -v ibstat >/dev/null 2>&1 && timeout 20 ibstat 2>/dev/null\n";
-  s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
+  if (request.rdma_ports) {
+    s += "m rdma-link; command -v rdma >/dev/null 2>&1 && rdma link show 2>/dev/null\n";
+    s += "m ibstat; command -v ibstat >/dev/null 2>&1 && timeout 20 ibstat 2>/dev/null\n";
+    s += "m ibdev2netdev; command -v ibdev2netdev >/dev/null 2>&1 && ibdev2netdev 2>/dev/null\n";
+  }
   s += "m fstab; gx_lines /etc/fstab 2>/dev/null\n";
   // The hostname by the shell's read (a string sysctl), not $(cat ...).
   // Printed whatever scontrol's exit: "Node X not found" (exit 1) is how

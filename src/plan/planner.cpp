@@ -297,29 +297,49 @@ bool reads_requested_facts(const std::string& text) {
   return text.find("facts") != std::string::npos && std::regex_search(text, requested);
 }
 
-bool reads_requested_facts(const Phase& phase) {
-  if (reads_requested_facts(phase.when)) return true;
-  return std::any_of(phase.steps.begin(), phase.steps.end(), [](const Step& step) {
-    return reads_requested_facts(step.when) || reads_requested_facts(step.for_each) ||
-           reads_requested_facts(step.label) || reads_requested_facts(step.params.dump());
+// Whether `text` reads the facts only `facts` and `doctor` show: the RDMA
+// ports (facts.network other than its interfaces) or the free space.
+bool reads_shown_facts(const std::string& text) {
+  static const std::regex shown(
+      R"(facts\s*(\.\s*|\[\s*['"])(disk_free_bytes\b|network\b(?!['"]?\s*\]?\s*(\.\s*|\[\s*['"])interfaces\b)))");
+  return text.find("facts") != std::string::npos && std::regex_search(text, shown);
+}
+
+// Which facts a phase is asked whether it reads.
+enum class FactsRead { RequestedBySteps, ShownOnly };
+
+bool reads(FactsRead what, const std::string& text) {
+  return what == FactsRead::RequestedBySteps ? reads_requested_facts(text) : reads_shown_facts(text);
+}
+
+bool phase_reads(const Phase& phase, FactsRead what) {
+  const auto read = [what](const std::string& text) { return reads(what, text); };
+  if (read(phase.when)) return true;
+  return std::any_of(phase.steps.begin(), phase.steps.end(), [&](const Step& step) {
+    return read(step.when) || read(step.for_each) || read(step.label) || read(step.params.dump());
   });
 }
 
-// Whether any phase does, asked once per loaded playbook set (by its
-// digest): the answer is the playbooks', and every probe of every node
-// asks it, so it is not worked out again from the steps' text each time.
-// A set made in code (no digest) is read every time.
-bool any_phase_reads_requested_facts(const PlaybookSet& playbooks) {
-  const auto reads = [&] {
-    return std::any_of(playbooks.phases.begin(), playbooks.phases.end(), [](const Phase& p) { return reads_requested_facts(p); });
+// Whether any phase reads `what`, asked once per loaded
+// playbook set (by its digest): the answer is the playbooks', and every
+// probe of every node asks it, so it is not worked out again from the
+// steps' text each time. A set made in code (no digest) is read every time.
+bool any_phase_reads(const PlaybookSet& playbooks, FactsRead what) {
+  const auto read = [&] {
+    return std::any_of(playbooks.phases.begin(), playbooks.phases.end(),
+                       [&](const Phase& p) { return phase_reads(p, what); });
   };
-  if (playbooks.digest.empty()) return reads();
+  if (playbooks.digest.empty()) return read();
   static std::mutex mutex;
-  static std::map<std::string, bool> known;
+  static std::map<std::pair<std::string, FactsRead>, bool> known;
   const std::lock_guard lock(mutex);
-  const auto [at, added] = known.try_emplace(playbooks.digest, false);
-  if (added) at->second = reads();
+  const auto [at, added] = known.try_emplace({playbooks.digest, what}, false);
+  if (added) at->second = read();
   return at->second;
+}
+
+bool any_phase_reads_requested_facts(const PlaybookSet& playbooks) {
+  return any_phase_reads(playbooks, FactsRead::RequestedBySteps);
 }
 
 // The phases a run that stops after `last_phase` probes: up to it, unless
@@ -338,6 +358,8 @@ size_t phases_to_probe(const PlaybookSet& playbooks, const std::string& last_pha
 }
 
 }  // namespace
+
+bool playbooks_read_shown_facts(const PlaybookSet& playbooks) { return any_phase_reads(playbooks, FactsRead::ShownOnly); }
 
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const json* facts, const std::string& last_phase) {

@@ -243,6 +243,9 @@ TEST(Executor, UntilAPhaseBeforeTheControllersAsksItNothing) {
   for (const auto& probe : probes) {
     EXPECT_NE(probe.find("check-a"), std::string::npos);
     EXPECT_EQ(probe.find("check-b"), std::string::npos);
+    // Nor what only facts and doctor show (the spec wants no RDMA).
+    EXPECT_EQ(probe.find("rdma link"), std::string::npos);
+    EXPECT_EQ(probe.find("df -P"), std::string::npos);
   }
   // The same run without --until asks the controller for step b.
   CountingController full;

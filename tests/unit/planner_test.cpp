@@ -150,6 +150,28 @@ TEST(Planner, StepsToProbeUpToTheLastPhaseUnlessAPhaseReadsWhatStepsAsk) {
   }
 }
 
+// What only `facts` and `doctor` show (the RDMA ports, free space) is left
+// out of a deciding probe unless a playbook reads it, in any spelling; the
+// interfaces are always probed, so reading them is no reason.
+TEST(Planner, PlaybooksThatReadWhatOnlyFactsShows) {
+  const auto reading = [](const std::string& when) {
+    return playbooks_read_shown_facts(phase_with("  - {id: a, type: command, when: \"" + when +
+                                                 "\", check: 'true', run: 'true', rollback: 'true'}\n"));
+  };
+  for (const std::string reads : {"facts.network.rdma", "facts['network']['rdma']", "facts.network",
+                                  "facts.disk_free_bytes['/var'] > 1", "facts [ 'disk_free_bytes' ]"}) {
+    EXPECT_TRUE(reading(reads)) << reads;
+  }
+  for (const std::string reads : {"facts.network.interfaces", "facts['network']['interfaces']",
+                                  "facts.os.family == 'debian'", "network.rdma.kind != 'none'", "true"}) {
+    EXPECT_FALSE(reading(reads)) << reads;
+  }
+  EXPECT_TRUE(playbooks_read_shown_facts(phase_with(
+      "  - {id: a, type: command, check: 'test -n {{ facts.disk_free_bytes | default(1) }}', run: 'true',\n"
+      "     rollback: 'true'}\n")));
+  EXPECT_FALSE(playbooks_read_shown_facts(testing::playbooks())) << "no shipped playbook reads them";
+}
+
 // apply --until shows only what it will do: the later phases' changes go,
 // and a node whose changes were all later is unchanged.
 TEST(Planner, APlanKeptUpToTheLastPhaseOfTheRun) {

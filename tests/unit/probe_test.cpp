@@ -13,6 +13,7 @@
 #include <map>
 #include <algorithm>
 
+#include "gpuexpand/facts/gather.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/facts/tool_parsers.hpp"
 #include "gpuexpand/plan/plan.hpp"
@@ -121,6 +122,59 @@ TEST(FactsRequest, UpToTheLastPhaseOfTheRun) {
   EXPECT_TRUE(before.needs_controller()) << "--until acceptance asks the controller as a full run does";
   // A name that is no phase: every phase, as without one.
   EXPECT_EQ(facts_request_for(steps_to_probe(spec, spec.nodes[0], testing::playbooks(), nullptr, "no-such")).files, all.files);
+}
+
+// plan, apply and verify ask no free space (only doctor judges it) and no
+// RDMA ports of a node whose spec wants no RDMA: a program each on every
+// node and probe, which no decision of theirs reads. `facts` and `doctor`
+// (node_probe_request as it is) still ask both; so does a deciding run
+// where the spec wants RDMA (acceptance reads the ports) or a playbook
+// reads them.
+TEST(FactsRequest, ADecidingRunLeavesOutWhatOnlyFactsAndDoctorShow) {
+  const auto request_of = [](const char* example, bool deciding, const PlaybookSet& playbooks) {
+    auto loaded = load_spec_file(testing::source_path(example), testing::schema("cluster"));
+    EXPECT_TRUE(loaded.spec);
+    FactsRequest request = node_probe_request(*loaded.spec, loaded.spec->nodes.at(0), playbooks);
+    if (deciding) keep_what_decisions_read(request, loaded.spec->nodes.at(0), playbooks);
+    return request;
+  };
+  const auto asks = [](const FactsRequest& request, const std::string& what) {
+    return probe_script(request).find(what) != std::string::npos;
+  };
+  const FactsRequest shown = request_of("examples/lab-rack.yaml", false, testing::playbooks());
+  EXPECT_TRUE(asks(shown, "rdma link show") && asks(shown, "df -P -B1") && asks(shown, "ibstat"));
+  const FactsRequest decided = request_of("examples/lab-rack.yaml", true, testing::playbooks());  // rdma kind none
+  EXPECT_FALSE(asks(decided, "rdma link") || asks(decided, "ibstat") || asks(decided, "ibdev2netdev") ||
+               asks(decided, "df -P"));
+  EXPECT_TRUE(asks(decided, "m ip-addr; ip -j -d addr show")) << "the interfaces are decided on";
+  EXPECT_EQ(decided.files, shown.files);
+  EXPECT_EQ(decided.checks, shown.checks);
+  const FactsRequest roce = request_of("examples/h100-roce.yaml", true, testing::playbooks());
+  EXPECT_TRUE(asks(roce, "rdma link show") && asks(roce, "ibdev2netdev"));
+  EXPECT_FALSE(asks(roce, "df -P"));
+  // A playbook that reads the ports: asked as `facts` asks them.
+  PlaybookSet reading = testing::playbooks();
+  reading.digest.clear();
+  reading.phases.at(0).steps.at(0).when = "facts.network.rdma";
+  const FactsRequest read = request_of("examples/lab-rack.yaml", true, reading);
+  EXPECT_TRUE(asks(read, "rdma link show") && asks(read, "df -P -B1"));
+
+  // Not asked is not "no ports": the facts leave network.rdma out, and
+  // keep it (an array) where asked.
+  FactsRequest bare;
+  bare.rdma_ports = false;
+  bare.free_space_paths.clear();
+  auto facts = parse_probe_output(run_sh(probe_script(bare)), "here", bare, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_FALSE((*facts)["network"].contains("rdma"));
+  EXPECT_TRUE((*facts)["network"]["interfaces"].is_array());
+  EXPECT_TRUE((*facts)["disk_free_bytes"].empty());
+  EXPECT_TRUE(schema_problems(*facts).empty());
+  FactsRequest full;
+  facts = parse_probe_output(run_sh(probe_script(full)), "here", full, "2026-12-07T00:00:00Z");
+  ASSERT_TRUE(facts) << facts.error().message;
+  EXPECT_TRUE((*facts)["network"]["rdma"].is_array());
+  EXPECT_TRUE((*facts)["disk_free_bytes"].contains("/var/lib/gpuexpand"));
 }
 
 TEST(FactsRequest, DerivedFromTheStepsThatCouldRun) {

@@ -25,10 +25,19 @@ FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, c
                                 const nlohmann::json* facts = nullptr, const std::string& last_phase = "");
 bool is_reference_node(const ClusterSpec& spec, const NodeSpec& node);
 
+// A request cut to what a run that decides (plan, apply, verify) reads:
+// no free space (only `doctor` judges it) and no RDMA ports where the
+// node's spec wants no RDMA (network.rdma.kind none or unset: nothing then
+// reads them, acceptance included), each a program on every node and
+// probe. Both stay where a playbook reads them (plan.hpp:
+// playbooks_read_shown_facts). `facts` and `doctor` ask them as before.
+void keep_what_decisions_read(FactsRequest& request, const NodeSpec& node, const PlaybookSet& playbooks);
+
 // `runner` must have been made with one endpoint per entry of `nodes`, in
 // that order (endpoints_for). Returns facts for every node (unreachable ones
 // included). `nodes` may hold reference nodes too.
-// `gpu_details`: FactsRequest::gpu_details, for what shows facts (`facts`).
+// `gpu_details`: FactsRequest::gpu_details, for what shows facts (`facts`);
+// without, what decides (keep_what_decisions_read).
 // `sessions`: Close when the caller runs nothing more on the nodes (facts,
 // plan): each node's session is closed as soon as its probe is in, so a
 // fleet's sessions are not all held to the end; Keep when more follows on

@@ -110,6 +110,12 @@ std::string decision_facts_digest(const nlohmann::json& facts);
 std::vector<ResolvedStep> steps_to_probe(const ClusterSpec& spec, const NodeSpec& node, const PlaybookSet& playbooks,
                                          const nlohmann::json* facts = nullptr, const std::string& last_phase = "");
 
+// Whether any phase's condition, parameter or label reads the facts only
+// `facts` and `doctor` show and a deciding probe may leave out
+// (facts/gather.hpp): facts.network beyond its interfaces (the RDMA ports),
+// facts.disk_free_bytes.
+bool playbooks_read_shown_facts(const PlaybookSet& playbooks);
+
 // The acceptance settings of `node` as its acceptance step renders them
 // (the playbook's declared checks, the spec's expectations): what `verify`
 // checks, the same as apply's acceptance phase. Without an acceptance step

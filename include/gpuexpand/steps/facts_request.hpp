@@ -59,7 +59,11 @@ struct FactsRequest {
   bool needs_controller() const {
     return !controller_checks.empty() || !controller_files.empty() || !controller_unresolved.empty();
   }
+  // Free space (df) and the RDMA ports (rdma link, ibstat, ibdev2netdev):
+  // what `facts` and `doctor` show; a run that only decides leaves them
+  // out where nothing it decides reads them (facts/gather.hpp).
   std::vector<std::string> free_space_paths = {"/var/lib/gpuexpand"};
+  bool rdma_ports = true;
   // nvidia-smi's default table (the CUDA version its banner prints) and
   // `topo -m`: what `facts` shows, and no step or check decides on. Each
   // nvidia-smi call initialises NVML on every GPU (tenths of a second on
