@@ -238,24 +238,36 @@ json file_facts(const std::string& body, Follows& follows) {
   return f;
 }
 
-// One base64 line for the small files of a gx_files group, in the order
-// they were asked, each as many bytes as its stat line said. A file that
-// changed between the stat and the read makes the sum differ: then no file
-// of the group has content (the plan leaves them to be decided on the
-// node, which is harmless; a wrong slice would not be).
+// The small files of gx_files, in the order asked, as the probe's awk
+// printed them: "@@file", then each of the file's lines after a ">". A
+// file is its lines joined by newlines, with one more after the last
+// where the stat size says the file ended with one; where neither is as
+// long as stat said (the file changed between the stat and the read, or
+// the awk lost a byte), that file has no content: the plan leaves it to
+// be decided on the node, which is harmless; a wrong content would not be.
 void add_file_bytes(const std::string& body, std::vector<std::string>& pending, json& files) {
-  const auto l = lines_of(body);
-  const auto bytes = base64_decode(l.empty() ? std::string() : l[0]);
-  size_t total = 0;
-  for (const auto& path : pending) total += files[path].value("size", size_t{0});
-  if (bytes && bytes->size() == total) {
-    size_t at = 0;
-    for (const auto& path : pending) {
-      json& f = files[path];
-      const auto size = f.value("size", size_t{0});
-      set_file_content(f, bytes->substr(at, size));
-      at += size;
+  std::vector<std::string> contents;
+  std::vector<bool> any_line;
+  size_t pos = 0;
+  while (pos <= body.size() && !body.empty()) {
+    size_t end = body.find('\n', pos);
+    if (end == std::string::npos) end = body.size();
+    const std::string_view line(body.data() + pos, end - pos);
+    if (line == "@@file") {
+      contents.emplace_back();
+      any_line.push_back(false);
+    } else if (!contents.empty() && !line.empty() && line.front() == '>') {
+      if (any_line.back()) contents.back() += '\n';
+      contents.back().append(line.substr(1));
+      any_line.back() = true;
     }
+    pos = end + 1;
+  }
+  for (size_t i = 0; i < pending.size() && i < contents.size(); ++i) {
+    json& f = files[pending[i]];
+    const auto size = f.value("size", size_t{0});
+    if (any_line[i] && contents[i].size() + 1 == size) contents[i] += '\n';
+    if (contents[i].size() == size && size > 0) set_file_content(f, contents[i]);
   }
   pending.clear();
 }
@@ -749,12 +761,12 @@ std::optional<EarlierPackageAnswer> package_answer_to_keep(std::string_view outp
   }
   if (output.find("\n@@gpx:end\n", end) == std::string_view::npos || times_are_whole_seconds(inputs)) return std::nullopt;
   // Configuration that points apt or dpkg at other files: they may change
-  // while the inputs do not.
+  // while the inputs do not. The probe's awk prints it after the package
+  // part, as the first of its sections: the first such marker after the
+  // part. None (a probe cut short) keeps nothing.
   static constexpr std::string_view kConfig = "\n@@gpx:package-config\n";
-  if (const size_t config = output.rfind(kConfig, at);
-      config != std::string_view::npos && !raw_body(output, config + kConfig.size()).empty()) {
-    return std::nullopt;
-  }
+  const size_t config = output.find(kConfig, end);
+  if (config == std::string_view::npos || !raw_body(output, config + kConfig.size()).empty()) return std::nullopt;
   return EarlierPackageAnswer{package_sections_key(request), std::string(inputs), std::string(output.substr(at, end - at))};
 }
 

@@ -180,54 +180,6 @@ std::string probe_script(const FactsRequest& request) {
     s += "m units; systemctl show -p Id -p LoadState -p UnitFileState -p ActiveState" + quoted + " 2>/dev/null\n";
   }
   s += "m chrony-sources; command -v chronyc >/dev/null 2>&1 && timeout 5 chronyc -n -c sources 2>/dev/null\n";
-  // CPUs (the processor lines), the first model name line (an empty line
-  // where there is none, as on arm64), how many sockets (distinct physical
-  // ids), NUMA nodes (a glob, counted by the shell) and the MemTotal line:
-  // one program instead of nine. The same awk then prints the small text
-  // files other sections want, each under its own marker (the arguments
-  // after /proc/meminfo: "@SECTION" and that section's files), in the form
-  // those sections always had: sysctls as grep -H's "PATH:VALUE" lines
-  // (not the shell's read: dash reads a byte at a time, and an integer
-  // sysctl read from an offset past 0 is empty), the mount table, and
-  // each apt source file after "@@file PATH". One program, where a grep
-  // and a cat per file were.
-  s += "gx_count() { [ -e \"$1\" ] || shift; gx_n=$#; }; gx_count /sys/devices/system/node/node[0-9]*\n";
-  std::string reads = " @mounts /proc/self/mounts";
-  if (!request.sysctl_keys.empty()) {
-    reads += " @sysctls";
-    for (const auto& key : request.sysctl_keys) reads += " " + shell_quote(sysctl_path(key));
-  }
-  if (request.apt_sources) {
-    // Each source file whole (they are small); a pattern nothing matched
-    // stays as it is and reads as nothing.
-    reads += " @apt-sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources";
-  }
-  if (request.fingerprint_packages && !package_sections(request).empty()) {
-    // The configuration lines that would make apt or dpkg read files other
-    // than the package inputs (package_part): apt's Dir and RootDir
-    // settings (but its cache's and log's) and #include, dpkg's admindir,
-    // instdir and root.
-    // Where there are any, the controller keeps no answer.
-    reads += " @package-config /etc/apt/apt.conf /etc/apt/apt.conf.d/* /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*";
-  }
-  s += "m cpu; awk -v numa=\"$gx_n\" '"
-       "BEGIN { for (i = 3; i < ARGC; i++) { extra[i] = ARGV[i]; ARGV[i] = \"\" } } "
-       "FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
-       "f == 1 && /^model name/ && m == \"\" { m = $0 } f == 1 && /^physical id/ { p[$0] = 1 } "
-       "f == 2 && /^MemTotal:/ { t = $0 } "
-       "END { s = 0; for (k in p) s++; print n + 0; print m; print s; print numa; if (t != \"\") print t\n"
-       "  for (i = 3; i < ARGC; i++) {\n"
-       "    a = extra[i]\n"
-       "    if (substr(a, 1, 1) == \"@\") { sec = substr(a, 2); printf \"\\n@@gpx:%s\\n\", sec; continue }\n"
-       "    r = (getline l < a); if (r < 0) continue\n"
-       "    if (sec == \"apt-sources\") print \"@@file \" a\n"
-       "    while (r > 0) {\n"
-       "      if (sec == \"sysctls\") print a \":\" l\n"
-       "      else if (sec != \"package-config\") print l\n"
-       "      else { k = tolower(l); if (k ~ /#include|rootdir|(^|[^a-z])dir[ \\t]*(::|[{\"])|^[ \\t]*(admindir|instdir|root)([ \\t=]|$)/ && k !~ /dir::(cache|log)/) print a \": \" l }\n"
-       "      r = (getline l < a) }\n"
-       "    close(a); if (sec == \"apt-sources\") print \"\"\n"
-       "  } }' /proc/cpuinfo /proc/meminfo" + reads + "\n";
   s += package_part(request);
   if (!request.files.empty()) {
     // One stat for every file, not one each (a spec's probe asks for tens
@@ -236,20 +188,20 @@ std::string probe_script(const FactsRequest& request) {
     // files that exist; a file whose line is not next (gone or made since,
     // a newline in its name) is asked alone. Secret files (before the
     // kWholeFilesMark) come back as digests, all from one sha256sum after
-    // the files; small files after the mark whole, all of them in one
-    // base64 line (cat and base64: two programs, not one per file; the
-    // parser cuts it by the stat sizes); an empty one, a link or a
-    // kernel's (their stat size is not the length read) alone, a large
-    // one as a digest of its own. The files to digest, then the files to
-    // read, are put after the arguments asked ("$@" as the list: sh has
-    // no arrays), and the asked ones shifted off at the end.
+    // the files; small files after the mark whole, read by the awk after
+    // the files (their paths in gx_bytes; the parser checks each against
+    // its stat size); an empty one, a link or a kernel's (their stat size
+    // is not the length read) or one with a newline in its name alone, a
+    // large one as a digest of its own. The files to digest are put after
+    // the arguments asked ("$@" as the list: sh has no arrays), and the
+    // asked ones shifted off at the end.
     s += "gx_nl='\n'\n";
     // CMD with the first N of ARGS, by the shell alone.
     s += "gx_head() { gx_k=$1 gx_c=$2; shift 2; gx_n=$#\n"
          "  for gx_f; do [ \"$gx_k\" -gt 0 ] && set -- \"$@\" \"$gx_f\"; gx_k=$((gx_k - 1)); done\n"
          "  shift \"$gx_n\"; \"$gx_c\" -- \"$@\"; }\n";
     s += "gx_files() {\n"
-         "  gx_whole=0 gx_nd=0\n"
+         "  gx_whole=0 gx_nd=0 gx_bytes=\n"
          "  gx_all=$(stat -c '%a %U %G %s %F %n' -- \"$@\" 2>/dev/null)\n"
          "  gx_asked=$#\n"
          "  for f; do\n"
@@ -267,14 +219,13 @@ std::string probe_script(const FactsRequest& request) {
          "    if [ -f \"$f\" ] && [ \"$gx_whole\" = 0 ]; then echo @@digest; set -- \"$@\" \"$f\"; gx_nd=$((gx_nd + 1))\n"
          "    elif [ -f \"$f\" ] && gx_small \"$gx_st\"; then\n"
          "      case $f:$gx_st in\n"
-         "        /proc/*|/sys/*|*' regular empty file'|*' symbolic link') base64 -w0 \"$f\"; echo ;;\n"
-         "        *) echo @@bytes; set -- \"$@\" \"$f\" ;;\n"
+         "        *\"$gx_nl\"*|/proc/*|/sys/*|*' regular empty file'|*' symbolic link') base64 -w0 \"$f\"; echo ;;\n"
+         "        *) echo @@bytes; gx_bytes=$gx_bytes$f$gx_nl ;;\n"
          "      esac\n"
          "    elif [ -f \"$f\" ]; then sha256sum \"$f\"; fi\n"
          "  done\n"
          "  shift \"$gx_asked\"\n"
          "  [ \"$gx_nd\" -eq 0 ] || { m file-digests; gx_head \"$gx_nd\" sha256sum \"$@\"; shift \"$gx_nd\"; }\n"
-         "  [ $# -eq 0 ] || { m file-bytes; cat -- \"$@\" | base64 -w0; echo; }\n"
          "}\n";
     std::string whole, digest;
     for (const auto& path : request.files) {
@@ -282,6 +233,67 @@ std::string probe_script(const FactsRequest& request) {
     }
     s += "gx_files" + digest + (whole.empty() ? "" : " " + std::string(kWholeFilesMark) + whole) + "\n";
   }
+  // CPUs (the processor lines), the first model name line (an empty line
+  // where there is none, as on arm64), how many sockets (distinct physical
+  // ids), NUMA nodes (a glob, counted by the shell) and the MemTotal line:
+  // one program instead of nine. The same awk then prints the small text
+  // files other sections want, each under its own marker (the arguments
+  // after /proc/meminfo: "@SECTION" and that section's files), in the form
+  // those sections always had: sysctls as grep -H's "PATH:VALUE" lines
+  // (not the shell's read: dash reads a byte at a time, and an integer
+  // sysctl read from an offset past 0 is empty), the mount table, and
+  // each apt source file after "@@file PATH". One program, where a grep
+  // and a cat per file were. Last, the small files gx_files asked for
+  // (their paths in gx_bytes, a line each), under file-bytes: "@@file",
+  // then each line of the file after a ">" (so no line of a file can pass
+  // for a marker). The parser puts a file back from its lines and keeps it
+  // only where that is as many bytes as stat said (mawk and gawk read NUL
+  // and CR bytes as they are; a file that changed, or an awk that does
+  // not, gives no content: decided on the node). Runs after the files:
+  // one program for them, where a cat and a base64 were.
+  s += "gx_count() { [ -e \"$1\" ] || shift; gx_n=$#; }; gx_count /sys/devices/system/node/node[0-9]*\n";
+  std::string reads;
+  if (request.fingerprint_packages && !package_sections(request).empty()) {
+    // The configuration lines that would make apt or dpkg read files other
+    // than the package inputs (package_part): apt's Dir and RootDir
+    // settings (but its cache's and log's) and #include, dpkg's admindir,
+    // instdir and root.
+    // Where there are any, the controller keeps no answer. First of the
+    // awk's sections, so the first such marker after the package part is
+    // this one (no file's raw line printed before it).
+    reads += " @package-config /etc/apt/apt.conf /etc/apt/apt.conf.d/* /etc/dpkg/dpkg.cfg /etc/dpkg/dpkg.cfg.d/*";
+  }
+  reads += " @mounts /proc/self/mounts";
+  if (!request.sysctl_keys.empty()) {
+    reads += " @sysctls";
+    for (const auto& key : request.sysctl_keys) reads += " " + shell_quote(sysctl_path(key));
+  }
+  if (request.apt_sources) {
+    // Each source file whole (they are small); a pattern nothing matched
+    // stays as it is and reads as nothing.
+    reads += " @apt-sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources";
+  }
+  s += "m cpu; gx_bytes=${gx_bytes-} awk -v numa=\"$gx_n\" '"
+       "BEGIN { for (i = 3; i < ARGC; i++) { extra[i] = ARGV[i]; ARGV[i] = \"\" } } "
+       "FNR == 1 { f++ } f == 1 && /^processor[ \\t]*:/ { n++ } "
+       "f == 1 && /^model name/ && m == \"\" { m = $0 } f == 1 && /^physical id/ { p[$0] = 1 } "
+       "f == 2 && /^MemTotal:/ { t = $0 } "
+       "END { s = 0; for (k in p) s++; print n + 0; print m; print s; print numa; if (t != \"\") print t\n"
+       "  for (i = 3; i < ARGC; i++) {\n"
+       "    a = extra[i]\n"
+       "    if (substr(a, 1, 1) == \"@\") { sec = substr(a, 2); printf \"\\n@@gpx:%s\\n\", sec; continue }\n"
+       "    r = (getline l < a); if (r < 0) continue\n"
+       "    if (sec == \"apt-sources\") print \"@@file \" a\n"
+       "    while (r > 0) {\n"
+       "      if (sec == \"sysctls\") print a \":\" l\n"
+       "      else if (sec != \"package-config\") print l\n"
+       "      else { k = tolower(l); if (k ~ /#include|rootdir|(^|[^a-z])dir[ \\t]*(::|[{\"])|^[ \\t]*(admindir|instdir|root)([ \\t=]|$)/ && k !~ /dir::(cache|log)/) print a \": \" l }\n"
+       "      r = (getline l < a) }\n"
+       "    close(a); if (sec == \"apt-sources\") print \"\"\n"
+       "  }\n"
+       "  n = split(ENVIRON[\"gx_bytes\"], fb, \"\\n\"); if (n > 1) printf \"\\n@@gpx:file-bytes\\n\"\n"
+       "  for (i = 1; i <= n; i++) { a = fb[i]; if (a == \"\") continue; print \"@@file\"\n"
+       "    while ((getline l < a) > 0) print \">\" l; close(a) } }' /proc/cpuinfo /proc/meminfo" + reads + "\n";
   for (const auto& dir : request.listed_directories) {
     // Names only, one per line; a missing directory lists nothing. Shell
     // builtins only: no fork per directory.

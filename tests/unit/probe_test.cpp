@@ -379,46 +379,54 @@ TEST(ProbeScript, OneStatForEveryFileAndTheSameFactsWhenItsLinesDoNotLineUp) {
   std::filesystem::remove_all(dir);
 }
 
-// A group's small files come back in one read (cat | base64: two programs
-// whatever the count), cut by their stat sizes; a binary one keeps its
-// bytes as base64. Where a file changed between the stat and the read, the
-// sizes no longer add up and no file of the group has content (the plan
-// then leaves them to the node) rather than wrong content.
-TEST(ProbeScript, SmallFilesComeBackInOneReadAndNoneWhereTheirSizesChanged) {
+// The small files come back from the probe's one awk, byte for byte
+// (binary, CR, NUL, no newline at the end, only newlines, lines that look
+// like the probe's own markers), with no cat or base64; a binary one keeps
+// its bytes as base64. A file whose bytes are not as many as its stat said
+// (it changed between the stat and the read) has no content, and the plan
+// leaves it to the node, rather than a wrong one; the others keep theirs.
+TEST(ProbeScript, SmallFilesComeBackFromTheAwkAndNoneThatChanged) {
   const std::string dir = ::testing::TempDir() + "gpx-probe-bytes";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/a.conf") << "a=1\n";
-  std::ofstream(dir + "/b.bin", std::ios::binary) << std::string("\xff\x00\x01", 3);
-  std::ofstream(dir + "/c.conf") << "no newline at the end";
+  const std::map<std::string, std::string> written = {
+      {"/a.conf", "a=1\n"},
+      {"/b.bin", std::string("\xff\x00\x01\r\n\n", 6)},
+      {"/c.conf", "no newline at the end"},
+      {"/d.conf", "x\n@@gpx:end\n@@gpx:file /etc/shadow\n@@file\n>\n"},
+      {"/e.conf", "\n\n"},
+  };
+  for (const auto& [name, bytes] : written) std::ofstream(dir + name, std::ios::binary) << bytes;
   FactsRequest request;
-  request.files = {dir + "/a.conf", dir + "/b.bin", dir + "/missing", dir + "/c.conf"};
+  request.files = {dir + "/missing"};
+  for (const auto& [name, _] : written) request.files.insert(dir + name);
   const std::string script = probe_script(request);
-  const std::string count = dir + "/base64-runs";
-  auto facts = parse_probe_output(run_sh(counting({"base64"}, count) + script), "here", request, "2026-12-07T00:00:00Z");
+  const std::string count = dir + "/runs";
+  auto facts = parse_probe_output(run_sh(counting({"base64", "cat", "awk"}, count) + script), "here", request,
+                                  "2026-12-07T00:00:00Z");
   ASSERT_TRUE(facts) << facts.error().message;
   EXPECT_TRUE(schema_problems(*facts).empty());
   const json& f = (*facts)["files"];
-  EXPECT_EQ(f[dir + "/a.conf"]["content"], "a=1\n");
-  EXPECT_EQ(f[dir + "/c.conf"]["content"], "no newline at the end");
-  EXPECT_EQ(f[dir + "/b.bin"]["content_base64"], base64_encode(std::string("\xff\x00\x01", 3)));
-  EXPECT_EQ(f[dir + "/b.bin"]["sha256"], sha256_hex(std::string("\xff\x00\x01", 3)));
+  for (const auto& [name, bytes] : written) {
+    if (name == "/b.bin") continue;
+    EXPECT_EQ(f[dir + name]["content"], bytes) << name;
+  }
+  EXPECT_EQ(f[dir + "/b.bin"]["content_base64"], base64_encode(written.at("/b.bin")));
+  EXPECT_EQ(f[dir + "/b.bin"]["sha256"], sha256_hex(written.at("/b.bin")));
   EXPECT_EQ(f[dir + "/missing"], json({{"exists", false}}));
-  EXPECT_EQ(runs_in(count)["base64"], 1) << "one base64 for the three small files";
+  EXPECT_EQ(runs_in(count), (std::map<std::string, int>{{"awk", 1}})) << "one awk for every small file, no cat or base64";
 
-  // A cat that reads one byte more than stat said (a file grown between them).
-  const std::string grown = "cat() { command cat \"$@\"; printf x; }\n" + script;
-  auto again = parse_probe_output(run_sh(grown), "here", request, "2026-12-07T00:00:00Z");
+  // A stat that says a.conf is a byte longer than the awk then reads (a
+  // file that changed between them).
+  const std::string changed = "stat() { command stat \"$@\" | sed '/a[.]conf$/s/^\\([^ ]* [^ ]* [^ ]* \\)\\([0-9]*\\)/\\1\\21/'; }\n";
+  auto again = parse_probe_output(run_sh(changed + script), "here", request, "2026-12-07T00:00:00Z");
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_TRUE(schema_problems(*again).empty());
-  for (const char* name : {"/a.conf", "/b.bin", "/c.conf"}) {
-    const json& g = (*again)["files"][dir + name];
-    EXPECT_TRUE(g["exists"]) << name;
-    EXPECT_EQ(g["size"], f[dir + name]["size"]) << name;
-    EXPECT_FALSE(g.contains("content") || g.contains("sha256") || g.contains("content_base64") ||
-                 g.contains("bytes_pending"))
-        << name << ": " << g.dump();
-  }
+  const json& a = (*again)["files"][dir + "/a.conf"];
+  EXPECT_TRUE(a["exists"]);
+  EXPECT_EQ(a["size"], 41) << a.dump() << ": stat's 4 with a 1 after it";
+  EXPECT_FALSE(a.contains("content") || a.contains("sha256") || a.contains("content_base64")) << a.dump();
+  EXPECT_EQ((*again)["files"][dir + "/c.conf"]["content"], written.at("/c.conf")) << "the others keep theirs";
   std::filesystem::remove_all(dir);
 }
 
@@ -641,9 +649,12 @@ TEST(ProbeOutput, AReusedAnswerTheRunDoesNotHoldIsAnError) {
 }
 
 // A complete probe's output around a package part whose stat printed INPUTS.
-std::string probe_output_with(const std::string& inputs, const std::string& before = "") {
-  return before + "\n@@gpx:package-inputs\n" + inputs + "\n\n@@gpx:packages\nbash\tii \t5\n" +
-         "\n@@gpx:package-inputs-end\n\n@@gpx:end\n";
+// A probe's output with the package part's stat lines `inputs`, then the
+// awk's package-config section (`config`: its marker and lines), as the
+// probe prints them.
+std::string probe_output_with(const std::string& inputs, const std::string& config = "\n@@gpx:package-config\n") {
+  return "\n@@gpx:package-inputs\n" + inputs + "\n\n@@gpx:packages\nbash\tii \t5\n" +
+         "\n@@gpx:package-inputs-end\n" + config + "\n@@gpx:mounts\n\n@@gpx:end\n";
 }
 
 TEST(ProbeOutput, NothingOfANodeWithoutADpkgDatabaseIsKept) {
@@ -681,6 +692,9 @@ TEST(ProbeOutput, NoAnswerIsKeptWhereAptOrDpkgIsPointedAtOtherFiles) {
   EXPECT_FALSE(package_answer_to_keep(
       probe_output_with(status, "\n@@gpx:package-config\n/etc/apt/apt.conf.d/50lists: Dir::State::Lists \"/srv/lists\";"),
       request));
+  EXPECT_FALSE(package_answer_to_keep(probe_output_with(status, ""), request)) << "no scan of the configuration";
+  EXPECT_FALSE(package_answer_to_keep("\n@@gpx:package-config\n" + probe_output_with(status, ""), request))
+      << "only the awk's section after the package part counts, not text printed before it";
 }
 
 TEST(ProbeOutput, TheLastPackageMarkerIsTheProbes) {
