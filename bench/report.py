@@ -180,6 +180,7 @@ def main():
     ap.add_argument("--svg-prefix", required=True, help="PREFIX: writes PREFIX-<fleet>.svg")
     ap.add_argument("--gpuexpand", default="gpuexpand")
     ap.add_argument("--command", default="bench/run")
+    ap.add_argument("--note", default="", help="a paragraph after the commands (e.g. which build gave which rows)")
     args = ap.parse_args()
     rows = read(args.results)
     groups = summarise(rows)
@@ -199,6 +200,7 @@ def main():
         "",
         f"    {args.command}",
         "",
+        *([args.note, ""] if args.note else []),
         f"Machine: {machine_line()}. Versions: {'; '.join(v for v in versions if v)}.",
         "",
         "Every host is this machine: `bench/fleet` starts one sshd per host on a",
