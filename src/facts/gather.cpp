@@ -3,6 +3,7 @@
 #include "gpuexpand/facts/consistency.hpp"
 #include "gpuexpand/facts/probe.hpp"
 #include "gpuexpand/plan/controller.hpp"
+#include "json_read.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -46,13 +47,10 @@ FactsRequest node_probe_request(const ClusterSpec& spec, const NodeSpec& node, c
 namespace {
 
 bool wants_rdma(const NodeSpec& node) {
+  using facts_json::at, facts_json::text;
   if (!node.settings) return false;
-  const auto network = node.settings->find("network");
-  if (network == node.settings->end() || !network->is_object()) return false;
-  const auto rdma = network->find("rdma");
-  if (rdma == network->end() || !rdma->is_object()) return false;
-  const auto kind = rdma->find("kind");
-  return kind != rdma->end() && kind->is_string() && kind->get<std::string>() != "none";
+  const std::string kind = text(at(at(*node.settings, "network"), "rdma"), "kind");
+  return !kind.empty() && kind != "none";
 }
 
 }  // namespace

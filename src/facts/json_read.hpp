@@ -1,7 +1,8 @@
 #pragma once
 // Reading facts documents that may lack any key or hold another type there:
 // a missing member reads as null, a non-string as "". Shared by the rules
-// that walk facts field by field (doctor, spec_draft).
+// that walk facts field by field (doctor, spec_draft) and the spec's
+// settings (gather: whether a node wants RDMA).
 
 #include <string>
 
